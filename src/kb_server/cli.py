@@ -1,0 +1,135 @@
+"""The `kb` command: database, ingestion, serving, search and the queue, for people and for `make`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kb_server.settings import ConfigError, Settings, load_settings
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="kosha-kb: MCP retrieval over PostgreSQL.")
+db_app = typer.Typer(no_args_is_help=True, help="The database: migrate, status, start, stop.")
+app.add_typer(db_app, name="db")
+
+console = Console()
+err = Console(stderr=True, soft_wrap=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _known_errors() -> tuple[type[BaseException], ...]:
+    from kb_server.db.embedding_space import EmbeddingSpaceMismatch, SchemaNotReady
+    from kb_server.db.migrations import MigrationError
+
+    return (ConfigError, MigrationError, EmbeddingSpaceMismatch, SchemaNotReady)
+
+
+def friendly_errors(fn: F) -> F:
+    """Known failures print one clear line and exit 2; anything else keeps its traceback."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except _known_errors() as exc:
+            err.print(f"[bold red]error:[/] {exc}", highlight=False)
+            raise typer.Exit(2) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def settings_or_exit() -> Settings:
+    try:
+        return load_settings()
+    except ConfigError as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        sys.exit(2)
+
+
+@db_app.command("migrate")
+@friendly_errors
+def db_migrate() -> None:
+    """Apply pending migrations from sql/ (safe to run again)."""
+    from ingest.embedders import embedding_space_for
+    from kb_server.db.migrations import migrate
+    from kb_server.db.targets import resolve_database
+
+    settings = settings_or_exit()
+    targets = resolve_database(settings.database)
+    applied = migrate(targets.owner, embedding_space_for(settings.embedding))
+    if applied:
+        for migration in applied:
+            console.print(f"applied {migration.version:03d}_{migration.name}")
+    else:
+        console.print("nothing to apply: the schema is up to date")
+
+
+@db_app.command("status")
+@friendly_errors
+def db_status() -> None:
+    """Which database is in use, its versions, migration level and embedding model."""
+    from kb_server.db.status import database_status
+    from kb_server.db.targets import resolve_database
+
+    settings = settings_or_exit()
+    status = database_status(resolve_database(settings.database))
+    table = Table(show_header=False, box=None)
+    table.add_row("database", status.description)
+    table.add_row("PostgreSQL", status.postgres_version)
+    table.add_row("pgvector", status.pgvector_version or "[red]not available[/]")
+    table.add_row("migrations", f"{status.migration_level} of {status.latest_migration}")
+    table.add_row(
+        "embedding model",
+        str(status.embedding_space) if status.embedding_space else "none yet (run `kb db migrate`)",
+    )
+    if status.embedding_space:
+        docs = status.documents_by_status
+        table.add_row(
+            "documents",
+            f"{sum(docs.values())} ("
+            + ", ".join(f"{docs.get(s, 0)} {s}" for s in ("effective", "superseded", "draft"))
+            + ")",
+        )
+        chunks = status.chunks_by_classification
+        table.add_row(
+            "chunks",
+            f"{sum(chunks.values())} ("
+            + ", ".join(f"{chunks.get(c, 0)} {c}" for c in ("public", "internal", "confidential", "restricted"))
+            + ")",
+        )
+    console.print(table)
+
+
+@db_app.command("start")
+@friendly_errors
+def db_start() -> None:
+    """Start the embedded PostgreSQL and keep it running after this command exits."""
+    from kb_server.db.targets import resolve_database
+
+    settings = settings_or_exit()
+    if settings.database.url is not None:
+        err.print("DATABASE_URL is set: the embedded database is not used, there is nothing to start")
+        raise typer.Exit(2)
+    targets = resolve_database(settings.database, keep_running=True)
+    console.print(f"running: {targets.description}")
+
+
+@db_app.command("stop")
+@friendly_errors
+def db_stop() -> None:
+    """Stop the embedded PostgreSQL."""
+    from kb_server.db.embedded import EmbeddedPostgres
+
+    settings = settings_or_exit()
+    stopped = EmbeddedPostgres(settings.database.state_dir).stop()
+    console.print("stopped" if stopped else "it was not running")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,56 @@
+"""What `kb db status` reports: which database, its versions, migration level, embedding space, contents."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import psycopg
+
+from kb_server.db.embedding_space import EmbeddingSpace, stored_embedding_space
+from kb_server.db.migrations import discover_migrations, migration_level
+from kb_server.db.targets import DatabaseTargets
+
+
+@dataclass(frozen=True)
+class DatabaseStatus:
+    description: str
+    postgres_version: str
+    pgvector_version: str | None
+    migration_level: int
+    latest_migration: int
+    embedding_space: EmbeddingSpace | None
+    documents_by_status: dict[str, int] = field(default_factory=dict)
+    chunks_by_classification: dict[str, int] = field(default_factory=dict)
+
+
+def database_status(targets: DatabaseTargets) -> DatabaseStatus:
+    with psycopg.connect(targets.owner, autocommit=True) as conn:
+        postgres_version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
+        row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        pgvector_version = row[0] if row else None
+        if pgvector_version is None:
+            available = conn.execute(
+                "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+            ).fetchone()
+            pgvector_version = f"{available[0]} (available, not installed)" if available else None
+        level = migration_level(conn)
+        space = stored_embedding_space(conn)
+    documents: dict[str, int] = {}
+    chunks: dict[str, int] = {}
+    if space is not None:
+        # The writer's login sees every row; the owner is bound by FORCEd row-level security.
+        with psycopg.connect(targets.ingest, autocommit=True) as conn:
+            documents = dict(conn.execute("SELECT status::text, count(*) FROM kb.documents GROUP BY 1").fetchall())
+            chunks = dict(
+                conn.execute("SELECT classification::text, count(*) FROM kb.chunks GROUP BY 1").fetchall()
+            )
+    return DatabaseStatus(
+        description=targets.description,
+        postgres_version=postgres_version,
+        pgvector_version=pgvector_version,
+        migration_level=level,
+        latest_migration=len(discover_migrations()),
+        embedding_space=space,
+        documents_by_status=documents,
+        chunks_by_classification=chunks,
+    )

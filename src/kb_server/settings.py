@@ -1,0 +1,158 @@
+"""Configuration, one settings class per concern, each value from one named environment variable.
+
+A bad value stops the process at start-up with a message that names the variable and says what it
+accepts (`load_settings` turns pydantic's error into `ConfigError`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from kb_server.roles import Role
+
+_COMMON = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=False, validate_default=True)
+
+
+class ConfigError(Exception):
+    """A setting has a value the product cannot use; the message names the environment variable."""
+
+
+def default_state_dir() -> Path:
+    return Path(platformdirs.user_state_dir("kosha-kb", appauthor=False))
+
+
+class DatabaseSettings(BaseSettings):
+    model_config = _COMMON
+
+    url: SecretStr | None = Field(
+        None,
+        validation_alias="DATABASE_URL",
+        description="Owner connection (migrations). Unset: the embedded PostgreSQL under KB_STATE_DIR.",
+    )
+    server_url: SecretStr | None = Field(
+        None,
+        validation_alias="KB_SERVER_DATABASE_URL",
+        description="The MCP server's login (kb_server). Default: DATABASE_URL with user kb_server.",
+    )
+    ingest_url: SecretStr | None = Field(
+        None,
+        validation_alias="KB_INGEST_DATABASE_URL",
+        description="The writer's login (kb_ingest). Default: DATABASE_URL with user kb_ingest.",
+    )
+    server_password: SecretStr | None = Field(None, validation_alias="KB_SERVER_DB_PASSWORD")
+    ingest_password: SecretStr | None = Field(None, validation_alias="KB_INGEST_DB_PASSWORD")
+    state_dir: Path = Field(default_factory=default_state_dir, validation_alias="KB_STATE_DIR")
+    embedded_database: str = Field(
+        "kosha_kb", validation_alias="KB_EMBEDDED_DATABASE", pattern=r"^[a-z_][a-z0-9_]{0,62}$"
+    )
+    pool_min_size: int = Field(1, ge=0, le=100, validation_alias="KB_DB_POOL_MIN")
+    pool_max_size: int = Field(10, ge=1, le=200, validation_alias="KB_DB_POOL_MAX")
+    connect_timeout_s: float = Field(5.0, gt=0, le=120, validation_alias="KB_DB_CONNECT_TIMEOUT_S")
+    statement_timeout_ms: int = Field(10_000, ge=100, le=600_000, validation_alias="KB_DB_STATEMENT_TIMEOUT_MS")
+
+    @field_validator("url", "server_url", "ingest_url")
+    @classmethod
+    def _postgres_scheme(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(("postgresql://", "postgres://")):
+            raise ValueError("must be a postgresql:// URL, e.g. postgresql://user:password@host:5432/dbname")
+        return value
+
+
+class EmbeddingSettings(BaseSettings):
+    model_config = _COMMON
+
+    provider: Literal["local", "openai"] = Field("local", validation_alias="KB_EMBEDDER")
+    openai_api_key: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("KB_OPENAI_API_KEY", "OPENAI_API_KEY")
+    )
+    openai_base_url: str | None = Field(
+        None, validation_alias=AliasChoices("KB_OPENAI_BASE_URL", "OPENAI_BASE_URL")
+    )
+    openai_model: str = Field("text-embedding-3-large", validation_alias="KB_OPENAI_EMBEDDING_MODEL")
+    openai_dimensions: int = Field(1024, ge=1, le=3072, validation_alias="KB_OPENAI_EMBEDDING_DIMENSIONS")
+    batch_size: int = Field(64, ge=1, le=2048, validation_alias="KB_EMBED_BATCH_SIZE")
+    max_retries: int = Field(6, ge=0, le=20, validation_alias="KB_EMBED_MAX_RETRIES")
+    request_timeout_s: float = Field(30.0, gt=0, le=600, validation_alias="KB_EMBED_TIMEOUT_S")
+    query_timeout_s: float = Field(
+        3.0, gt=0, le=60, validation_alias="KB_QUERY_EMBED_TIMEOUT_S",
+        description="A search whose query embedding takes longer answers from full text alone (degraded).",
+    )
+    local_threads: int = Field(0, ge=0, le=64, validation_alias="KB_LOCAL_EMBEDDER_THREADS")
+
+
+class AwsSettings(BaseSettings):
+    model_config = _COMMON
+
+    endpoint_url: str | None = Field(
+        None, validation_alias="AWS_ENDPOINT_URL", description="Unset: real AWS. Set: a local AWS (moto)."
+    )
+    region: str = Field("us-east-1", validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION"))
+    corpus_bucket: str = Field(
+        "kosha-kb-corpus", validation_alias="KB_CORPUS_BUCKET", pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
+    )
+    ingest_queue: str = Field("ingest-queue", validation_alias="KB_INGEST_QUEUE")
+    dead_letter_queue: str = Field("ingest-dlq", validation_alias="KB_INGEST_DLQ")
+    visibility_timeout_s: int = Field(360, ge=0, le=43_200, validation_alias="KB_QUEUE_VISIBILITY_TIMEOUT_S")
+    max_receive_count: int = Field(3, ge=1, le=1000, validation_alias="KB_QUEUE_MAX_RECEIVE_COUNT")
+    dlq_retention_s: int = Field(14 * 24 * 3600, ge=60, le=14 * 24 * 3600, validation_alias="KB_DLQ_RETENTION_S")
+    batch_size: int = Field(5, ge=1, le=10, validation_alias="KB_WORKER_BATCH_SIZE")
+    wait_time_s: int = Field(10, ge=0, le=20, validation_alias="KB_WORKER_WAIT_TIME_S")
+    max_file_bytes: int = Field(25 * 1024 * 1024, ge=1024, validation_alias="KB_MAX_FILE_BYTES")
+
+
+class ServerSettings(BaseSettings):
+    model_config = _COMMON
+
+    role: Role = Field(
+        Role.DEMO_READONLY, validation_alias="KB_ROLE", description="The role of every request over stdio."
+    )
+    http_host: str = Field("127.0.0.1", validation_alias="KB_HTTP_HOST")
+    http_port: int = Field(8765, ge=1, le=65535, validation_alias="KB_HTTP_PORT")
+    tokens_file: Path | None = Field(
+        None, validation_alias="KB_TOKENS_FILE",
+        description="JSON file of sha256(token) -> role, for the HTTP transport.",
+    )
+    rate_limit_per_minute: int = Field(120, ge=1, le=100_000, validation_alias="KB_RATE_LIMIT_PER_MINUTE")
+    rate_limit_burst: int = Field(30, ge=1, le=10_000, validation_alias="KB_RATE_LIMIT_BURST")
+    max_request_bytes: int = Field(64 * 1024, ge=1024, le=10 * 1024 * 1024, validation_alias="KB_MAX_REQUEST_BYTES")
+    ef_search: int = Field(80, ge=10, le=1000, validation_alias="KB_HNSW_EF_SEARCH")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """All settings, loaded once at start-up."""
+
+    database: DatabaseSettings
+    embedding: EmbeddingSettings
+    aws: AwsSettings
+    server: ServerSettings
+
+
+def load_settings() -> Settings:
+    """Read every setting from the environment; raise ConfigError naming the first bad variable."""
+    try:
+        return Settings(
+            database=DatabaseSettings(),
+            embedding=EmbeddingSettings(),
+            aws=AwsSettings(),
+            server=ServerSettings(),
+        )
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc)) from None
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors():
+        variable = ".".join(str(part) for part in error["loc"]) or exc.title
+        value = error.get("input")
+        hidden = any(word in variable.lower() for word in ("url", "key", "password", "token", "secret"))
+        shown = "" if value is None or hidden else f" (got {value!r})"
+        lines.append(f"{variable}: {error['msg']}{shown}")
+    return "invalid configuration: " + "; ".join(lines)
