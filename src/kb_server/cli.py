@@ -9,7 +9,6 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from kb_server.settings import ConfigError, Settings, load_settings
 
@@ -79,7 +78,7 @@ def db_status() -> None:
 
     settings = settings_or_exit()
     status = database_status(resolve_database(settings.database))
-    table = Table(show_header=False, box=None)
+    table = _Rows()
     table.add_row("database", status.description)
     table.add_row("PostgreSQL", status.postgres_version)
     table.add_row("pgvector", status.pgvector_version or "[red]not available[/]")
@@ -100,10 +99,27 @@ def db_status() -> None:
         table.add_row(
             "chunks",
             f"{sum(chunks.values())} ("
-            + ", ".join(f"{chunks.get(c, 0)} {c}" for c in ("public", "internal", "confidential", "restricted"))
+            + ", ".join(
+                f"{chunks.get(c, 0)} {c}" for c in ("public", "internal", "confidential", "restricted")
+            )
             + ")",
         )
-    console.print(table)
+    table.print()
+
+
+class _Rows:
+    """Label/value lines that never wrap or truncate, so they can be read and grepped."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str]] = []
+
+    def add_row(self, label: str, value: str) -> None:
+        self.rows.append((label, value))
+
+    def print(self) -> None:
+        width = max(len(label) for label, _ in self.rows)
+        for label, value in self.rows:
+            console.print(f"[bold]{label:<{width}}[/]  {value}", soft_wrap=True, highlight=False)
 
 
 @db_app.command("start")

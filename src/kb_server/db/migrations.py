@@ -79,9 +79,9 @@ def applied_migrations(conn: psycopg.Connection) -> dict[int, tuple[str, str]]:
     return {version: (name, checksum) for version, name, checksum in rows}
 
 
-def migrate(owner_conninfo: str, space: EmbeddingSpace) -> list[Migration]:
+def migrate(owner_conninfo: str, space: EmbeddingSpace, directory: Path | None = None) -> list[Migration]:
     """Apply what is pending; return it. Refuses a changed migration or a different embedding space."""
-    migrations = discover_migrations()
+    migrations = discover_migrations(directory)
     applied_now: list[Migration] = []
     with psycopg.connect(owner_conninfo, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_ID,))
@@ -99,7 +99,9 @@ def migrate(owner_conninfo: str, space: EmbeddingSpace) -> list[Migration]:
                     continue
                 with conn.transaction():
                     conn.execute("SELECT set_config('kb.embedding_model', %s, true)", (space.model,))
-                    conn.execute("SELECT set_config('kb.embedding_dimensions', %s, true)", (str(space.dimensions),))
+                    conn.execute(
+                        "SELECT set_config('kb.embedding_dimensions', %s, true)", (str(space.dimensions),)
+                    )
                     conn.execute(migration.sql.encode())
                     conn.execute(
                         "INSERT INTO kb.schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",

@@ -49,7 +49,9 @@ def resolve_database(settings: DatabaseSettings, *, keep_running: bool = False) 
     owner = pg_conninfo.make_conninfo(settings.url.get_secret_value(), **connect_args)
     server = _login(owner, settings.server_url, SERVER_LOGIN, settings.server_password)
     ingest = _login(owner, settings.ingest_url, INGEST_LOGIN, settings.ingest_password)
-    return DatabaseTargets(owner=owner, server=server, ingest=ingest, description=f"DATABASE_URL {redact(owner)}")
+    return DatabaseTargets(
+        owner=owner, server=server, ingest=ingest, description=f"DATABASE_URL {redact(owner)}"
+    )
 
 
 def _login(owner: str, explicit: SecretStr | None, user: str, password: SecretStr | None) -> str:

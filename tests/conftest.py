@@ -1,0 +1,111 @@
+"""Shared fixtures: one real PostgreSQL (embedded, or KB_TEST_DATABASE_URL) for the whole session.
+
+A template database is migrated once; each test that needs a database gets a fresh copy of it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import conninfo as pg_conninfo
+from psycopg import sql
+
+from ingest.embedders import embedding_space_for
+from kb_server.db.embedded import EmbeddedPostgres
+from kb_server.db.migrations import migrate
+from kb_server.db.targets import INGEST_LOGIN, SERVER_LOGIN, DatabaseTargets
+from kb_server.settings import EmbeddingSettings
+
+REPO = Path(__file__).resolve().parents[1]
+
+# The suite configures what it uses itself; a developer's own settings must not leak in.
+for _name in list(os.environ):
+    if (_name.startswith("KB_") and _name != "KB_TEST_DATABASE_URL") or _name in (
+        "DATABASE_URL",
+        "AWS_ENDPOINT_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+    ):
+        del os.environ[_name]
+TEMPLATE = "kb_test_template"
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def test_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("kb-state")
+
+
+@pytest.fixture(scope="session")
+def postgres_superuser(test_state_dir: Path) -> Iterator[str]:
+    """Superuser conninfo of the session's PostgreSQL."""
+    external = os.environ.get("KB_TEST_DATABASE_URL")
+    if external:
+        yield external
+        return
+    server = EmbeddedPostgres(test_state_dir)
+    yield server.start()
+
+
+def targets_for(superuser: str, dbname: str) -> DatabaseTargets:
+    owner = pg_conninfo.make_conninfo(superuser, dbname=dbname)
+    return DatabaseTargets(
+        owner=owner,
+        server=pg_conninfo.make_conninfo(owner, user=SERVER_LOGIN, password=""),
+        ingest=pg_conninfo.make_conninfo(owner, user=INGEST_LOGIN, password=""),
+        description=f"test database {dbname}",
+    )
+
+
+def create_database(superuser: str, name: str, template: str | None = None) -> None:
+    with psycopg.connect(superuser, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+        if template:
+            statement += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
+        conn.execute(statement)
+
+
+def drop_database(superuser: str, name: str) -> None:
+    with psycopg.connect(superuser, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="session")
+def local_space():
+    return embedding_space_for(EmbeddingSettings())
+
+
+@pytest.fixture(scope="session")
+def template_database(postgres_superuser: str, local_space) -> str:
+    create_database(postgres_superuser, TEMPLATE)
+    migrate(targets_for(postgres_superuser, TEMPLATE).owner, local_space)
+    return TEMPLATE
+
+
+@pytest.fixture
+def database(postgres_superuser: str, template_database: str) -> Iterator[DatabaseTargets]:
+    """A freshly migrated, empty database of its own."""
+    name = f"kb_test_{os.getpid()}_{next(_counter)}"
+    create_database(postgres_superuser, name, template=template_database)
+    yield targets_for(postgres_superuser, name)
+    drop_database(postgres_superuser, name)
+
+
+@pytest.fixture
+def empty_database(postgres_superuser: str) -> Iterator[DatabaseTargets]:
+    """A database with no schema at all."""
+    name = f"kb_test_{os.getpid()}_{next(_counter)}"
+    create_database(postgres_superuser, name)
+    yield targets_for(postgres_superuser, name)
+    drop_database(postgres_superuser, name)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

@@ -1,0 +1,74 @@
+"""The embedded PostgreSQL: started on demand under one state directory, shared by every kb process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+from psycopg import conninfo as pg_conninfo
+
+
+def kb(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kb_server.cli", *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def postmaster_pid(state_dir: Path) -> int:
+    return int((state_dir / "pgdata" / "postmaster.pid").read_text().splitlines()[0])
+
+
+def test_kb_processes_attach_to_the_one_running_instance(postgres_superuser, test_state_dir):
+    if os.environ.get("KB_TEST_DATABASE_URL"):
+        return  # the session runs on an external server; there is no embedded one to share
+    pid = postmaster_pid(test_state_dir)
+    env = {"KB_STATE_DIR": str(test_state_dir), "KB_EMBEDDED_DATABASE": "kb_attach_test"}
+    first = kb("db", "migrate", env=env)
+    second = kb("db", "status", env=env)
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 0, second.stderr
+    assert str(test_state_dir) in second.stdout and "kb_attach_test" in second.stdout
+    assert "2 of 2" in second.stdout.replace("\n", " ")
+    # Both commands attached to the server this test session holds: it was neither restarted nor stopped.
+    assert postmaster_pid(test_state_dir) == pid
+    with psycopg.connect(postgres_superuser, autocommit=True) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_a_first_kb_process_starts_the_server_and_the_last_one_stops_it(tmp_path):
+    state = tmp_path / "state"
+    env = {"KB_STATE_DIR": str(state)}
+    result = kb("db", "status", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "PostgreSQL" in result.stdout and "18." in result.stdout
+    assert "0.8" in result.stdout  # pgvector >= 0.8
+    assert (state / "pgdata" / "PG_VERSION").exists()
+    assert not (state / "pgdata" / "postmaster.pid").exists()  # no holder left, so it stopped
+
+
+def test_db_start_keeps_the_server_running_until_db_stop(tmp_path):
+    env = {"KB_STATE_DIR": str(tmp_path / "state")}
+    assert kb("db", "start", env=env).returncode == 0
+    try:
+        assert (tmp_path / "state" / "pgdata" / "postmaster.pid").exists()
+    finally:
+        stopped = kb("db", "stop", env=env)
+    assert stopped.returncode == 0, stopped.stderr
+    assert not (tmp_path / "state" / "pgdata" / "postmaster.pid").exists()
+
+
+def test_with_database_url_set_that_server_is_used_unchanged(database, tmp_path):
+    params = pg_conninfo.conninfo_to_dict(database.owner)
+    url = f"postgresql://{params['user']}@/{params['dbname']}?host={params['host']}"
+    state = tmp_path / "never-created"
+    result = kb("db", "status", env={"DATABASE_URL": url, "KB_STATE_DIR": str(state)})
+    assert result.returncode == 0, result.stderr
+    assert "DATABASE_URL" in result.stdout and params["dbname"] in result.stdout
+    assert not state.exists()  # no embedded server was started

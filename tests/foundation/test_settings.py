@@ -1,0 +1,61 @@
+"""Settings: grouped by concern, each from a named variable; a bad value stops start-up naming it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kb_server.roles import Role
+from kb_server.settings import ConfigError, load_settings
+
+
+def test_defaults_need_no_configuration(monkeypatch):
+    settings = load_settings()
+    assert settings.database.url is None  # the embedded database
+    assert settings.embedding.provider == "local"
+    assert settings.aws.endpoint_url is None  # real AWS unless told otherwise
+    assert settings.server.role is Role.DEMO_READONLY
+    assert settings.server.http_host == "127.0.0.1"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("KB_HTTP_PORT", "eighty", "KB_HTTP_PORT"),
+        ("KB_DB_POOL_MAX", "0", "KB_DB_POOL_MAX"),
+        ("KB_EMBEDDER", "word2vec", "KB_EMBEDDER"),
+        ("KB_ROLE", "admin", "KB_ROLE"),
+        ("DATABASE_URL", "mysql://db/kb", "DATABASE_URL"),
+        ("KB_WORKER_BATCH_SIZE", "11", "KB_WORKER_BATCH_SIZE"),
+        ("KB_CORPUS_BUCKET", "Not_A_Bucket", "KB_CORPUS_BUCKET"),
+    ],
+)
+def test_a_bad_value_fails_with_a_message_naming_the_variable(monkeypatch, variable, value, expected):
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert expected in str(caught.value)
+
+
+def test_a_secret_value_is_never_echoed_in_the_error(monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "mysql://admin:hunter2@db/kb")
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert "hunter2" not in str(caught.value)
+
+
+def test_the_cli_stops_at_start_up_with_exit_code_2_and_names_the_variable():
+    env = {**os.environ, "KB_DB_STATEMENT_TIMEOUT_MS": "fast"}
+    result = subprocess.run(
+        [sys.executable, "-m", "kb_server.cli", "db", "status"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "KB_DB_STATEMENT_TIMEOUT_MS" in result.stderr
+    assert "Traceback" not in result.stderr
