@@ -99,9 +99,7 @@ def db_status() -> None:
         table.add_row(
             "chunks",
             f"{sum(chunks.values())} ("
-            + ", ".join(
-                f"{chunks.get(c, 0)} {c}" for c in ("public", "internal", "confidential", "restricted")
-            )
+            + ", ".join(f"{chunks.get(c, 0)} {c}" for c in ("public", "internal", "confidential", "restricted"))
             + ")",
         )
     table.print()

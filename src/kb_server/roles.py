@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class Classification(str, Enum):
+class Classification(StrEnum):
     PUBLIC = "public"
     INTERNAL = "internal"
     CONFIDENTIAL = "confidential"
@@ -16,7 +16,7 @@ class Classification(str, Enum):
         return list(Classification).index(self)
 
 
-class Role(str, Enum):
+class Role(StrEnum):
     DEMO_READONLY = "demo_readonly"
     SUPPORT_AGENT = "support_agent"
     ANALYST = "analyst"

@@ -54,9 +54,7 @@ class DatabaseSettings(BaseSettings):
     pool_min_size: int = Field(1, ge=0, le=100, validation_alias="KB_DB_POOL_MIN")
     pool_max_size: int = Field(10, ge=1, le=200, validation_alias="KB_DB_POOL_MAX")
     connect_timeout_s: float = Field(5.0, gt=0, le=120, validation_alias="KB_DB_CONNECT_TIMEOUT_S")
-    statement_timeout_ms: int = Field(
-        10_000, ge=100, le=600_000, validation_alias="KB_DB_STATEMENT_TIMEOUT_MS"
-    )
+    statement_timeout_ms: int = Field(10_000, ge=100, le=600_000, validation_alias="KB_DB_STATEMENT_TIMEOUT_MS")
 
     @field_validator("url", "server_url", "ingest_url")
     @classmethod
@@ -70,12 +68,8 @@ class EmbeddingSettings(BaseSettings):
     model_config = _COMMON
 
     provider: Literal["local", "openai"] = Field("local", validation_alias="KB_EMBEDDER")
-    openai_api_key: SecretStr | None = Field(
-        None, validation_alias=AliasChoices("KB_OPENAI_API_KEY", "OPENAI_API_KEY")
-    )
-    openai_base_url: str | None = Field(
-        None, validation_alias=AliasChoices("KB_OPENAI_BASE_URL", "OPENAI_BASE_URL")
-    )
+    openai_api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("KB_OPENAI_API_KEY", "OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(None, validation_alias=AliasChoices("KB_OPENAI_BASE_URL", "OPENAI_BASE_URL"))
     openai_model: str = Field("text-embedding-3-large", validation_alias="KB_OPENAI_EMBEDDING_MODEL")
     openai_dimensions: int = Field(1024, ge=1, le=3072, validation_alias="KB_OPENAI_EMBEDDING_DIMENSIONS")
     batch_size: int = Field(64, ge=1, le=2048, validation_alias="KB_EMBED_BATCH_SIZE")
@@ -105,9 +99,7 @@ class AwsSettings(BaseSettings):
     dead_letter_queue: str = Field("ingest-dlq", validation_alias="KB_INGEST_DLQ")
     visibility_timeout_s: int = Field(360, ge=0, le=43_200, validation_alias="KB_QUEUE_VISIBILITY_TIMEOUT_S")
     max_receive_count: int = Field(3, ge=1, le=1000, validation_alias="KB_QUEUE_MAX_RECEIVE_COUNT")
-    dlq_retention_s: int = Field(
-        14 * 24 * 3600, ge=60, le=14 * 24 * 3600, validation_alias="KB_DLQ_RETENTION_S"
-    )
+    dlq_retention_s: int = Field(14 * 24 * 3600, ge=60, le=14 * 24 * 3600, validation_alias="KB_DLQ_RETENTION_S")
     batch_size: int = Field(5, ge=1, le=10, validation_alias="KB_WORKER_BATCH_SIZE")
     wait_time_s: int = Field(10, ge=0, le=20, validation_alias="KB_WORKER_WAIT_TIME_S")
     max_file_bytes: int = Field(25 * 1024 * 1024, ge=1024, validation_alias="KB_MAX_FILE_BYTES")
@@ -128,9 +120,7 @@ class ServerSettings(BaseSettings):
     )
     rate_limit_per_minute: int = Field(120, ge=1, le=100_000, validation_alias="KB_RATE_LIMIT_PER_MINUTE")
     rate_limit_burst: int = Field(30, ge=1, le=10_000, validation_alias="KB_RATE_LIMIT_BURST")
-    max_request_bytes: int = Field(
-        64 * 1024, ge=1024, le=10 * 1024 * 1024, validation_alias="KB_MAX_REQUEST_BYTES"
-    )
+    max_request_bytes: int = Field(64 * 1024, ge=1024, le=10 * 1024 * 1024, validation_alias="KB_MAX_REQUEST_BYTES")
     ef_search: int = Field(80, ge=10, le=1000, validation_alias="KB_HNSW_EF_SEARCH")
 
 

@@ -90,7 +90,7 @@ def test_a_misnamed_or_gapped_migration_folder_is_refused(tmp_path: Path):
     with pytest.raises(MigrationError, match="without gaps"):
         discover_migrations(tmp_path)
     (tmp_path / "2_b.sql").write_text("SELECT 1;")
-    with pytest.raises(MigrationError, match="NNN_name.sql"):
+    with pytest.raises(MigrationError, match=r"NNN_name\.sql"):
         discover_migrations(tmp_path)
 
 

@@ -208,9 +208,7 @@ async def test_an_error_inside_the_request_still_ends_the_role_switch(seeded):
 def test_the_partition_policies_match_the_ceiling_table(seeded):
     """The ceilings live in kb.role_ceilings (per-row policies) and in the partitions' role lists."""
     with psycopg.connect(seeded.owner, autocommit=True) as conn:
-        ceilings = dict(
-            conn.execute("SELECT role_name::text, ceiling::text FROM kb.role_ceilings").fetchall()
-        )
+        ceilings = dict(conn.execute("SELECT role_name::text, ceiling::text FROM kb.role_ceilings").fetchall())
         policies = conn.execute(
             "SELECT tablename, roles::text[] FROM pg_policies WHERE schemaname = 'kb' AND tablename LIKE 'chunks\\_%'"
         ).fetchall()

@@ -12,6 +12,7 @@ import importlib.util
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -57,8 +58,8 @@ class LocalEmbedder:
     def __init__(self, threads: int = 0) -> None:
         self._threads = threads
         self._lock = threading.Lock()
-        self._session = None
-        self._tokenizer = None
+        self._session: Any = None
+        self._tokenizer: Any = None
 
     @property
     def space(self) -> EmbeddingSpace:
@@ -82,8 +83,8 @@ class LocalEmbedder:
             options.log_severity_level = 3
             self._tokenizer = tokenizer
             self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
-            self._cls = tokenizer.token_to_id("[CLS]")
-            self._sep = tokenizer.token_to_id("[SEP]")
+            self._cls: int = tokenizer.token_to_id("[CLS]")
+            self._sep: int = tokenizer.token_to_id("[SEP]")
 
     def pieces(self, text: str) -> list[int]:
         self.load()

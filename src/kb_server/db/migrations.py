@@ -99,9 +99,7 @@ def migrate(owner_conninfo: str, space: EmbeddingSpace, directory: Path | None =
                     continue
                 with conn.transaction():
                     conn.execute("SELECT set_config('kb.embedding_model', %s, true)", (space.model,))
-                    conn.execute(
-                        "SELECT set_config('kb.embedding_dimensions', %s, true)", (str(space.dimensions),)
-                    )
+                    conn.execute("SELECT set_config('kb.embedding_dimensions', %s, true)", (str(space.dimensions),))
                     conn.execute(migration.sql.encode())
                     conn.execute(
                         "INSERT INTO kb.schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",

@@ -40,12 +40,8 @@ def database_status(targets: DatabaseTargets) -> DatabaseStatus:
     if space is not None:
         # The writer's login sees every row; the owner is bound by FORCEd row-level security.
         with psycopg.connect(targets.ingest, autocommit=True) as conn:
-            documents = dict(
-                conn.execute("SELECT status::text, count(*) FROM kb.documents GROUP BY 1").fetchall()
-            )
-            chunks = dict(
-                conn.execute("SELECT classification::text, count(*) FROM kb.chunks GROUP BY 1").fetchall()
-            )
+            documents = dict(conn.execute("SELECT status::text, count(*) FROM kb.documents GROUP BY 1").fetchall())
+            chunks = dict(conn.execute("SELECT classification::text, count(*) FROM kb.chunks GROUP BY 1").fetchall())
     return DatabaseStatus(
         description=targets.description,
         postgres_version=postgres_version,

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import psycopg
@@ -49,9 +50,7 @@ def resolve_database(settings: DatabaseSettings, *, keep_running: bool = False) 
     owner = pg_conninfo.make_conninfo(settings.url.get_secret_value(), **connect_args)
     server = _login(owner, settings.server_url, SERVER_LOGIN, settings.server_password)
     ingest = _login(owner, settings.ingest_url, INGEST_LOGIN, settings.ingest_password)
-    return DatabaseTargets(
-        owner=owner, server=server, ingest=ingest, description=f"DATABASE_URL {redact(owner)}"
-    )
+    return DatabaseTargets(owner=owner, server=server, ingest=ingest, description=f"DATABASE_URL {redact(owner)}")
 
 
 def _login(owner: str, explicit: SecretStr | None, user: str, password: SecretStr | None) -> str:
@@ -73,7 +72,6 @@ def _create_database_if_missing(superuser: str, name: str) -> None:
     with psycopg.connect(superuser, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
         if not exists:
-            try:
+            # Another kb process may create it at the same moment.
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase):
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-            except psycopg.errors.DuplicateDatabase:
-                pass  # another kb process created it at the same moment
