@@ -54,6 +54,13 @@ def split_windows(ids: list[int], window: int = WINDOW, overlap: int = OVERLAP) 
     return windows
 
 
+def _special(tokenizer: Any, token: str) -> int:
+    token_id = tokenizer.token_to_id(token)
+    if token_id is None:
+        raise LocalModelMissing(f"the tokenizer has no {token} token: it is not all-MiniLM-L6-v2's")
+    return int(token_id)
+
+
 class LocalEmbedder:
     def __init__(self, threads: int = 0) -> None:
         self._threads = threads
@@ -83,8 +90,8 @@ class LocalEmbedder:
             options.log_severity_level = 3
             self._tokenizer = tokenizer
             self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
-            self._cls: int = tokenizer.token_to_id("[CLS]")
-            self._sep: int = tokenizer.token_to_id("[SEP]")
+            self._cls = _special(tokenizer, "[CLS]")
+            self._sep = _special(tokenizer, "[SEP]")
 
     def pieces(self, text: str) -> list[int]:
         self.load()
