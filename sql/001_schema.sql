@@ -38,7 +38,7 @@ INSERT INTO kb.departments (slug, code, name) VALUES
 
 CREATE TABLE kb.documents (
     doc_id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    doc_code          text NOT NULL CHECK (doc_code ~ '^[A-Z]{3}-[A-Z]{3}-[0-9]{3}$'),
+    doc_code          text NOT NULL CHECK (doc_code ~ '^[A-Z]{3}-[A-Z]{3}-[0-9]{3,6}$'),
     version           text NOT NULL CHECK (version ~ '^[0-9]+(\.[0-9]+)*$'),
     version_key       integer[] NOT NULL,  -- '3.10' sorts after '3.9'
     title             text NOT NULL,

@@ -1,0 +1,78 @@
+"""Parse a file of any supported format into a ParsedDocument, or fail with a reason a person can act on."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from ingest.document import HeaderError, Heading, ParsedDocument, ParseError
+
+FORMATS = {
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".html": "html",
+    ".htm": "html",
+    ".yaml": "openapi",
+    ".yml": "openapi",
+    ".json": "openapi",
+}
+
+
+class UnsupportedFormat(ParseError):
+    pass
+
+
+def detect_format(name: str) -> str:
+    suffix = PurePosixPath(name).suffix.lower()
+    if suffix not in FORMATS:
+        known = ", ".join(sorted(FORMATS))
+        raise UnsupportedFormat(f"unsupported file type {suffix or '(no extension)'!r}: the formats are {known}")
+    return FORMATS[suffix]
+
+
+def parse_document(data: bytes, name: str, *, max_bytes: int) -> ParsedDocument:
+    kind = detect_format(name)
+    if len(data) > max_bytes:
+        raise ParseError(
+            f"the file is {len(data) / 1e6:.1f} MB, over the {max_bytes / 1e6:.1f} MB limit (KB_MAX_FILE_BYTES)"
+        )
+    try:
+        document = _parse(kind, data, name)
+    except ParseError:
+        raise
+    except RecursionError:
+        raise ParseError(f"the {kind} file is nested too deeply to read") from None
+    except Exception as exc:  # a parser library choking on damaged input: the file fails, not the run
+        raise ParseError(f"could not read the {kind} file ({exc.__class__.__name__}: {exc})") from None
+    if not any(isinstance(b, Heading) and b.level > 0 and b.text != document.header.title for b in document.blocks):
+        raise ParseError(
+            "the document has no section headings: its chunks are cut and cited by section, so give it "
+            "numbered headings (for example '## 1. Purpose', <h2>, or Word's Heading 1 style)"
+        )
+    return document
+
+
+def _parse(kind: str, data: bytes, name: str) -> ParsedDocument:
+    if kind == "markdown":
+        from ingest.parsers.markdown import parse_markdown
+
+        return parse_markdown(data)
+    if kind == "html":
+        from ingest.parsers.html import parse_html
+
+        return parse_html(data)
+    if kind == "docx":
+        from ingest.parsers.docx import parse_docx
+
+        return parse_docx(data)
+    if kind == "pdf":
+        from ingest.parsers.pdf import parse_pdf
+
+        return parse_pdf(data)
+    from ingest.parsers.openapi import parse_openapi
+
+    return parse_openapi(data, is_json=name.lower().endswith(".json"))
+
+
+__all__ = ["FORMATS", "HeaderError", "ParseError", "UnsupportedFormat", "detect_format", "parse_document"]

@@ -1,0 +1,120 @@
+"""DOCX: headings from Word's Heading styles, tables as tables, the header block as the first table."""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+
+import docx
+from docx.document import Document as DocxDocument
+from docx.oxml.ns import qn
+from docx.table import Table as DocxTable
+from docx.text.paragraph import Paragraph as DocxParagraph
+
+from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
+from ingest.header import FIELDS, build_header, field_key
+
+_HEADING_STYLE = re.compile(r"^Heading (\d)$")
+_LIST_STYLE = re.compile(r"^List (Bullet|Number|Paragraph)")
+
+
+def parse_docx(data: bytes) -> ParsedDocument:
+    if not data:
+        raise ParseError("the file is empty")
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        raise ParseError("not a DOCX file: a .docx is a zip archive and this is not one (is it an old .doc?)")
+    try:
+        document = docx.Document(io.BytesIO(data))
+    except Exception as exc:  # python-docx raises many kinds for a damaged package
+        raise ParseError(f"the DOCX package is damaged or incomplete ({exc.__class__.__name__}: {exc})") from None
+
+    header_raw: dict[str, object] | None = None
+    blocks: list[Block] = []
+    number = 0  # position in the current numbered list
+    for item in _body_items(document):
+        if isinstance(item, DocxTable):
+            rows = _table_rows(item)
+            if header_raw is None and not any(isinstance(b, Heading) and b.level > 0 for b in blocks):
+                candidate = _header_fields(rows)
+                if candidate is not None:
+                    header_raw = candidate
+                    continue
+            if rows:
+                blocks.append(Table(tuple(rows)))
+            continue
+        text = " ".join(item.text.split())
+        if not text:
+            continue
+        style = item.style.name if item.style is not None else ""
+        heading = _HEADING_STYLE.match(style)
+        if style == "Title":
+            blocks.append(Heading(0, text))
+        elif heading:
+            blocks.append(Heading(int(heading.group(1)), text))
+        elif _LIST_STYLE.match(style):
+            number = number + 1 if "Number" in style else 0
+            _append_list_item(blocks, f"{number}. {text}" if number else f"- {text}")
+        else:
+            number = 0
+            paragraph = _code_or_text(item, text)
+            previous = blocks[-1] if blocks else None
+            if paragraph.startswith("```") and isinstance(previous, Paragraph) and previous.text.startswith("```"):
+                blocks[-1] = Paragraph(previous.text[:-4] + paragraph[3:])  # one code block, many lines
+            else:
+                blocks.append(Paragraph(paragraph))
+    if header_raw is None:
+        raise HeaderError(
+            "no header block: a DOCX document's first table, before its first heading, holds the header fields "
+            f"({', '.join(FIELDS)}); see docs/header-block.md"
+        )
+    return ParsedDocument(header=build_header(header_raw), blocks=blocks, source_format="docx")
+
+
+def _body_items(document: DocxDocument) -> list[DocxParagraph | DocxTable]:
+    """Paragraphs and tables in document order (python-docx lists them separately)."""
+    items: list[DocxParagraph | DocxTable] = []
+    for element in document.element.body.iterchildren():
+        if element.tag == qn("w:p"):
+            items.append(DocxParagraph(element, document))
+        elif element.tag == qn("w:tbl"):
+            items.append(DocxTable(element, document))
+    return items
+
+
+def _table_rows(table: DocxTable) -> list[tuple[str, ...]]:
+    rows = []
+    for row in table.rows:
+        cells: list[str] = []
+        previous = None
+        for cell in row.cells:
+            if cell._tc is previous:  # a merged cell is repeated once per grid column it spans
+                continue
+            previous = cell._tc
+            cells.append(" ".join(cell.text.split()))
+        if any(cells):
+            rows.append(tuple(cells))
+    return rows
+
+
+def _header_fields(rows: list[tuple[str, ...]]) -> dict[str, object] | None:
+    """A two-column label/value table naming at least three header fields is the header block."""
+    fields: dict[str, object] = {field_key(row[0]): row[1] for row in rows if len(row) >= 2}
+    return fields if len(set(fields) & set(FIELDS)) >= 3 else None
+
+
+def _append_list_item(blocks: list[Block], line: str) -> None:
+    if blocks and isinstance(blocks[-1], Paragraph) and re.match(r"^(- |\d+\. )", blocks[-1].text):
+        blocks[-1] = Paragraph(blocks[-1].text + "\n" + line)
+    else:
+        blocks.append(Paragraph(line))
+
+
+def _code_or_text(paragraph: DocxParagraph, text: str) -> str:
+    style = paragraph.style.name if paragraph.style is not None else ""
+    if style in ("Code", "HTML Preformatted", "Macro Text", "Source Code"):
+        return f"```\n{paragraph.text.rstrip()}\n```"
+    fonts = {run.font.name for run in paragraph.runs if run.text.strip()}
+    if fonts and all(font and ("Courier" in font or "Mono" in font or "Consolas" in font) for font in fonts):
+        return f"```\n{paragraph.text.strip()}\n```"
+    return text

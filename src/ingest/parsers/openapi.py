@@ -1,0 +1,240 @@
+"""OpenAPI 3.x (YAML or JSON): an overview section, then one section per operation, `$ref`s resolved.
+
+Each operation is one Unit (method, path, parameters, request body, responses, examples), so it is
+one chunk unless it is longer than the table limit.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import yaml
+
+from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Unit
+from ingest.header import build_header
+from ingest.parsers.markdown import markdown_blocks
+from ingest.parsers.text import decode_text
+
+METHODS = ("get", "put", "post", "patch", "delete", "head", "options", "trace")
+MAX_DEPTH = 4
+MAX_EXAMPLE_CHARS = 600
+
+
+def parse_openapi(data: bytes, *, is_json: bool) -> ParsedDocument:
+    text = decode_text(data)
+    try:
+        spec = json.loads(text) if is_json else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        kind = "JSON" if is_json else "YAML"
+        raise ParseError(f"not valid {kind}: {str(exc).splitlines()[0]}") from None
+    if not isinstance(spec, dict) or not str(spec.get("openapi", "")).startswith("3."):
+        raise ParseError("not an OpenAPI 3.x document: the top-level 'openapi' field must say 3.0.x or 3.1.x")
+    info = spec.get("info")
+    if not isinstance(info, dict):
+        raise ParseError("invalid OpenAPI document: 'info' is missing")
+    control = info.get("x-document-control")
+    if not isinstance(control, dict):
+        raise HeaderError(
+            "no header block: an OpenAPI document carries it in info.x-document-control "
+            "(doc_code, status, effective_date, owner, department, classification, regulatory_refs); "
+            "see docs/header-block.md"
+        )
+    header = build_header({**control, "title": info.get("title"), "version": info.get("version")})
+    paths = spec.get("paths")
+    if not isinstance(paths, dict) or not paths:
+        raise ParseError("invalid OpenAPI document: 'paths' is missing or empty; there is nothing to index")
+
+    resolver = _Resolver(spec)
+    blocks: list[Block] = [Heading(1, "Overview")]
+    if info.get("description"):
+        blocks.extend(markdown_blocks(str(info["description"])))
+    servers = [f"- {s.get('url')}: {s.get('description', '')}".rstrip(": ") for s in spec.get("servers") or []]
+    if servers:
+        blocks.append(Paragraph("Servers:\n" + "\n".join(servers)))
+    schemes = (spec.get("components") or {}).get("securitySchemes") or {}
+    if schemes:
+        lines = [
+            f"- {name}: {resolver.resolve(s).get('type', '')} {resolver.resolve(s).get('description', '')}"
+            for name, s in schemes.items()
+        ]
+        blocks.append(Paragraph("Authentication:\n" + "\n".join(line.rstrip() for line in lines)))
+
+    operations = 0
+    current_tag = None
+    for tag, method, path, operation in _operations(paths, resolver):
+        if tag != current_tag:
+            blocks.append(Heading(1, tag))
+            current_tag = tag
+        blocks.append(Heading(2, f"{method.upper()} {path}"))
+        blocks.append(Unit(_render_operation(method, path, operation, resolver)))
+        operations += 1
+    if operations == 0:
+        raise ParseError("invalid OpenAPI document: no operation (get, post, ...) under 'paths'")
+    return ParsedDocument(header=header, blocks=blocks, source_format="openapi")
+
+
+def _operations(paths: dict[str, Any], resolver: _Resolver) -> list[tuple[str, str, str, dict[str, Any]]]:
+    found = []
+    for path, item in paths.items():
+        item = resolver.resolve(item)
+        if not isinstance(item, dict):
+            raise ParseError(f"invalid OpenAPI document: paths['{path}'] is not an object")
+        shared = item.get("parameters") or []
+        for method in METHODS:
+            operation = item.get(method)
+            if isinstance(operation, dict):
+                operation = {**operation, "parameters": [*shared, *(operation.get("parameters") or [])]}
+                tags = operation.get("tags") or ["Operations"]
+                found.append((str(tags[0]), method, str(path), operation))
+    order = {tag: i for i, tag in enumerate(dict.fromkeys(t for t, *_ in found))}
+    return sorted(found, key=lambda op: order[op[0]])  # group by tag, keep the file's order within a tag
+
+
+def _render_operation(method: str, path: str, op: dict[str, Any], resolver: _Resolver) -> str:
+    lines = [f"{method.upper()} {path}" + (f" — {op['summary']}" if op.get("summary") else "")]
+    expanded: set[str] = set()
+    meta = []
+    if op.get("operationId"):
+        meta.append(f"operationId: {op['operationId']}")
+    if op.get("deprecated"):
+        meta.append("deprecated")
+    if meta:
+        lines.append(" · ".join(meta))
+    if op.get("description"):
+        lines += ["", str(op["description"]).strip()]
+    parameters = [resolver.resolve(p) for p in op.get("parameters") or []]
+    if parameters:
+        lines += ["", "Parameters:"]
+        for p in parameters:
+            schema = resolver.resolve(p.get("schema") or {})
+            flags = [f"in {p.get('in', '?')}", "required" if p.get("required") else "optional", _type_of(schema)]
+            lines.append(
+                f"- {p.get('name')} ({', '.join(f for f in flags if f)}): {p.get('description', '')}".rstrip(": ")
+            )
+            if "example" in p:
+                lines.append(f"  example: {_example(p['example'])}")
+    body = resolver.resolve(op.get("requestBody") or {})
+    if body:
+        for media, content in (body.get("content") or {}).items():
+            required = ", required" if body.get("required") else ""
+            lines += [
+                "",
+                f"Request body ({media}{required}):" + (f" {body['description']}" if body.get("description") else ""),
+            ]
+            lines += _schema_lines(resolver.resolve(content.get("schema") or {}), resolver, 1, set(), expanded)
+            for example in _examples(content, resolver):
+                lines.append(f"  example: {example}")
+    responses = op.get("responses") or {}
+    if responses:
+        lines += ["", "Responses:"]
+        for status, response in responses.items():
+            response = resolver.resolve(response)
+            lines.append(f"- {status}: {response.get('description', '')}".rstrip(": "))
+            for media, content in (response.get("content") or {}).items():
+                schema = resolver.resolve(content.get("schema") or {})
+                if schema:
+                    lines.append(f"  {media}: {_type_of(schema)}")
+                    lines += _schema_lines(schema, resolver, 2, set(), expanded)
+                for example in _examples(content, resolver):
+                    lines.append(f"  example: {example}")
+    return "\n".join(lines).strip()
+
+
+def _type_of(schema: dict[str, Any]) -> str:
+    if schema.get("title"):
+        return str(schema["title"])
+    kind = schema.get("type", "object" if "properties" in schema else "")
+    if isinstance(kind, list):
+        kind = " | ".join(str(k) for k in kind)
+    if kind == "array":
+        return f"array of {_type_of(schema.get('items') or {})}".strip()
+    if schema.get("format"):
+        kind = f"{kind} ({schema['format']})"
+    if schema.get("enum"):
+        kind = f"{kind}, one of {' | '.join(str(v) for v in schema['enum'])}"
+    return str(kind)
+
+
+def _schema_lines(
+    schema: dict[str, Any], resolver: _Resolver, depth: int, seen: set[int], expanded: set[str] | None = None
+) -> list[str]:
+    """Property lines of a schema; a named schema is spelled out once per operation, then named only."""
+    if depth > MAX_DEPTH or id(schema) in seen:
+        return []
+    expanded = expanded if expanded is not None else set()
+    title = schema.get("title")
+    if title:
+        if title in expanded:
+            return []
+        expanded.add(title)
+    seen = seen | {id(schema)}
+    indent = "  " * depth
+    for combinator in ("allOf", "oneOf", "anyOf"):
+        if combinator in schema:
+            parts = [resolver.resolve(s) for s in schema[combinator]]
+            if combinator == "allOf":
+                merged: dict[str, Any] = {"properties": {}, "required": []}
+                for part in parts:
+                    merged["properties"].update(part.get("properties") or {})
+                    merged["required"] += part.get("required") or []
+                return _schema_lines(merged, resolver, depth, seen, expanded)
+            word = "one of" if combinator == "oneOf" else "any of"
+            return [f"{indent}{word}: " + ", ".join(_type_of(p) or "object" for p in parts)]
+    if schema.get("type") == "array":
+        return _schema_lines(resolver.resolve(schema.get("items") or {}), resolver, depth, seen, expanded)
+    lines = []
+    required = set(schema.get("required") or [])
+    for name, prop in (schema.get("properties") or {}).items():
+        prop = resolver.resolve(prop)
+        flags = [_type_of(prop), "required" if name in required else ""]
+        text = f"{indent}- {name} ({', '.join(f for f in flags if f)})"
+        if prop.get("description"):
+            text += f": {' '.join(str(prop['description']).split())}"
+        lines.append(text)
+        if prop.get("type") == "object" or "properties" in prop or prop.get("type") == "array":
+            lines += _schema_lines(prop, resolver, depth + 1, seen, expanded)
+    return lines
+
+
+def _examples(content: dict[str, Any], resolver: _Resolver) -> list[str]:
+    found = []
+    if "example" in content:
+        found.append(_example(content["example"]))
+    for example in (content.get("examples") or {}).values():
+        example = resolver.resolve(example)
+        if isinstance(example, dict) and "value" in example:
+            found.append(_example(example["value"]))
+    return found
+
+
+def _example(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else value
+    return text if len(text) <= MAX_EXAMPLE_CHARS else text[:MAX_EXAMPLE_CHARS] + " …"
+
+
+class _Resolver:
+    """Resolves local `$ref`s ('#/components/...'); refuses external ones by name."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+
+    def resolve(self, node: Any, depth: int = 0) -> Any:
+        if not isinstance(node, dict) or "$ref" not in node:
+            return node
+        ref = node["$ref"]
+        if not isinstance(ref, str) or not ref.startswith("#/"):
+            raise ParseError(f"unsupported $ref {ref!r}: only references inside the same file (#/...) are resolved")
+        if depth > 32:
+            raise ParseError(f"$ref {ref!r} refers to itself through a chain of references")
+        target: Any = self.spec
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if not isinstance(target, dict) or part not in target:
+                raise ParseError(f"$ref {ref!r} points at nothing: {part!r} does not exist")
+            target = target[part]
+        resolved = self.resolve(target, depth + 1)
+        if isinstance(resolved, dict) and "title" not in resolved and re.match(r"^#/components/schemas/", ref):
+            resolved = {**resolved, "title": ref.rsplit("/", 1)[1]}
+        return resolved

@@ -1,0 +1,226 @@
+"""PDF (pymupdf): text lines with their fonts, tables from `find_tables()`, headings from the fonts.
+
+- Headings are lines set bold in a font larger than the body text; their levels follow the sizes.
+- Tables are read cell by cell (`get_text` clipped to each cell), because `Table.extract()` can drop
+  the spaces between words; a table continued on the next page under a repeated header is joined.
+- The header block is the `Document control` line and the `Label: value` lines after it.
+- Lines repeated at the top or bottom of most pages (running headers, page numbers) are dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import pymupdf
+
+from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
+from ingest.header import FIELDS, build_header, field_key
+
+_TEXT_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_LIGATURES & ~pymupdf.TEXT_PRESERVE_IMAGES
+_BULLET = re.compile(r"^([•▪◦‣∙·●\-–]|\d+[.)])\s+")
+_LABEL = re.compile(r"^([A-Za-z][A-Za-z ]{1,30}):\s*(.*)$")
+_MARGIN = 54.0  # points at the top and bottom of a page where running headers and footers live
+
+
+@dataclass
+class _Line:
+    page: int
+    top: float
+    bottom: float
+    left: float
+    text: str
+    size: float
+    bold: bool
+    mono: bool
+
+
+@dataclass
+class _TableAt:
+    page: int
+    top: float
+    rows: list[tuple[str, ...]]
+
+
+def parse_pdf(data: bytes) -> ParsedDocument:
+    if not data:
+        raise ParseError("the file is empty")
+    try:
+        document = pymupdf.open(stream=data, filetype="pdf")
+    except Exception as exc:  # pymupdf raises FileDataError, RuntimeError, ValueError for damaged files
+        raise ParseError(f"not a readable PDF ({exc.__class__.__name__}: {exc})") from None
+    with document:
+        if document.needs_pass:
+            raise ParseError("the PDF is encrypted: remove its password before ingesting it")
+        if document.page_count == 0:
+            raise ParseError("the PDF has no pages")
+        lines, tables = _read(document)
+    if not lines:
+        raise ParseError("the PDF has no text layer (a scanned image?): run it through OCR first")
+    lines = _drop_running_lines(lines)
+    raw, lines = _header_block(lines)
+    header = build_header(raw)
+    return ParsedDocument(header=header, blocks=_blocks(lines, tables), source_format="pdf")
+
+
+def _read(document: pymupdf.Document) -> tuple[list[_Line], list[_TableAt]]:
+    lines: list[_Line] = []
+    tables: list[_TableAt] = []
+    for number in range(document.page_count):
+        page = document[number]
+        try:
+            found = page.find_tables().tables
+        except Exception:  # table detection is best effort; the text is still read
+            found = []
+        boxes = [pymupdf.Rect(t.bbox) for t in found]
+        for table in found:
+            rows = _table_rows(page, table)
+            if rows:
+                tables.append(_TableAt(number, table.bbox[1], rows))
+        for block in page.get_text("dict", flags=_TEXT_FLAGS)["blocks"]:
+            for line in block.get("lines", []):
+                box = pymupdf.Rect(line["bbox"])
+                middle = pymupdf.Point((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
+                if any(middle in b for b in boxes):
+                    continue
+                spans = [s for s in line["spans"] if s["text"].strip()]
+                if not spans:
+                    continue
+                text = "".join(s["text"] for s in line["spans"]).strip()
+                size = max(s["size"] for s in spans)
+                bold = all(s["flags"] & pymupdf.TEXT_FONT_BOLD or "Bold" in s["font"] for s in spans)
+                mono = all(s["flags"] & pymupdf.TEXT_FONT_MONOSPACED or "Courier" in s["font"] for s in spans)
+                lines.append(_Line(number, box.y0, box.y1, box.x0, text, round(size, 1), bold, mono))
+    lines.sort(key=lambda ln: (ln.page, round(ln.top, 1)))
+    return lines, tables
+
+
+def _table_rows(page: pymupdf.Page, table: object) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    header = getattr(table, "header", None)
+    if header is not None and getattr(header, "external", False):
+        rows.append(tuple(" ".join((name or "").split()) for name in header.names))
+    for row in table.rows:  # type: ignore[attr-defined]
+        cells = tuple(
+            " ".join(page.get_text("text", clip=pymupdf.Rect(cell)).split()) if cell else "" for cell in row.cells
+        )
+        if any(cells):
+            rows.append(cells)
+    return rows
+
+
+def _drop_running_lines(lines: list[_Line]) -> list[_Line]:
+    pages = max(line.page for line in lines) + 1
+    if pages < 3:
+        return lines
+    heights: dict[int, float] = {}
+    for line in lines:
+        heights[line.page] = max(heights.get(line.page, 0.0), line.bottom)
+
+    def key(line: _Line) -> str:
+        return re.sub(r"\d+", "#", line.text.lower())
+
+    marginal = [ln for ln in lines if ln.top < _MARGIN or ln.bottom > heights[ln.page] - 2]
+    counts = Counter(key(ln) for ln in marginal)
+    running = {k for k, n in counts.items() if n >= pages / 2}
+    return [ln for ln in lines if not (key(ln) in running and ln in marginal) and not re.fullmatch(r"\d+", ln.text)]
+
+
+def _header_block(lines: list[_Line]) -> tuple[dict[str, object], list[_Line]]:
+    start = next((i for i, ln in enumerate(lines) if ln.text.strip().lower() == "document control"), None)
+    if start is None:
+        raise HeaderError(
+            "no header block: a PDF's first page has a 'Document control' line followed by 'Label: value' lines "
+            f"({', '.join(FIELDS)}); see docs/header-block.md"
+        )
+    raw: dict[str, object] = {}
+    last = None
+    end = start + 1
+    body_size = _body_size(lines)
+    for i in range(start + 1, len(lines)):
+        line = lines[i]
+        if line.bold and line.size > body_size + 0.5:
+            break
+        match = _LABEL.match(line.text)
+        if match and field_key(match.group(1)) in FIELDS:
+            last = field_key(match.group(1))
+            raw[last] = match.group(2).strip()
+        elif last is not None and line.page == lines[i - 1].page and line.top - lines[i - 1].bottom < line.size:
+            raw[last] = f"{raw[last]} {line.text}".strip()  # a value wrapped onto the next line
+        else:
+            break
+        end = i + 1
+    return raw, lines[:start] + lines[end:]
+
+
+def _body_size(lines: list[_Line]) -> float:
+    sizes: Counter[float] = Counter()
+    for line in lines:
+        sizes[line.size] += len(line.text)
+    return sizes.most_common(1)[0][0]
+
+
+def _blocks(lines: list[_Line], tables: list[_TableAt]) -> list[Block]:
+    body = _body_size(lines)
+    heading_sizes = sorted({ln.size for ln in lines if ln.bold and ln.size > body + 0.5}, reverse=True)
+    level_of = {size: i + 1 for i, size in enumerate(heading_sizes)}
+    items: list[tuple[int, float, object]] = [(ln.page, ln.top, ln) for ln in lines]
+    items += [(t.page, t.top, t) for t in tables]
+    items.sort(key=lambda item: (item[0], item[1]))
+
+    blocks: list[Block] = []
+    paragraph: list[_Line] = []
+
+    def flush() -> None:
+        if paragraph:
+            blocks.append(Paragraph(_join(paragraph)))
+            paragraph.clear()
+
+    for _, _, item in items:
+        if isinstance(item, _TableAt):
+            flush()
+            previous = blocks[-1] if blocks else None
+            if isinstance(previous, Table) and previous.rows[0] == item.rows[0] and len(item.rows) > 1:
+                blocks[-1] = Table(previous.rows + tuple(item.rows[1:]))  # continued under a repeated header
+            else:
+                blocks.append(Table(tuple(item.rows)))
+            continue
+        assert isinstance(item, _Line)
+        if item.bold and item.size in level_of:
+            flush()
+            blocks.append(Heading(level_of[item.size], item.text))
+            continue
+        if paragraph and _starts_new_paragraph(paragraph, item):
+            flush()
+        paragraph.append(item)
+    flush()
+    return blocks
+
+
+def _starts_new_paragraph(paragraph: list[_Line], line: _Line) -> bool:
+    previous = paragraph[-1]
+    if previous.mono != line.mono:
+        return True
+    if _BULLET.match(line.text) and not line.mono:
+        return True
+    if line.page != previous.page:
+        return previous.text.rstrip().endswith((".", ":", "!", "?"))
+    if _BULLET.match(paragraph[0].text) and line.left < paragraph[0].left - 1:
+        return True  # text back at the margin after a list item's hanging indent
+    return line.top - previous.bottom > line.size * 0.6
+
+
+def _join(lines: list[_Line]) -> str:
+    if lines[0].mono:
+        return "```\n" + "\n".join(ln.text for ln in lines) + "\n```"
+    text = ""
+    for line in lines:
+        piece = _BULLET.sub(lambda m: "- " if not m.group(1)[0].isdigit() else f"{m.group(1)} ", line.text)
+        if not text:
+            text = piece
+        elif text.endswith("-") and not text.endswith(" -"):
+            text += piece  # a word broken at the end of a line
+        else:
+            text += " " + piece
+    return text

