@@ -50,6 +50,7 @@ This procedure sets out how **Kosha Financial** screens customers against the *O
 |---|---|---|
 | L1 | Sanctions analyst on duty | 4 business hours |
 | L2 | Sanctions lead | 1 business day |
+| L3 | Run `rescreen` now | same day |
 
 ```
 kosha-screening refresh-lists
@@ -159,7 +160,9 @@ def test_pdf_header_headings_and_table(built: tuple[Path, Path, Path]) -> None:
         ["Level", "Owner", "Deadline"],
         ["L1", "Sanctions analyst on duty", "4 business hours"],
         ["L2", "Sanctions lead", "1 business day"],
+        ["L3", "Run rescreen now", "same day"],
     ]
+    assert "|L3|Run `rescreen` now|same day|" in tables[0].to_markdown()  # spaces kept around the code span
 
 
 def test_check_reports_a_stale_binary(built: tuple[Path, Path, Path], tmp_path: Path) -> None:
