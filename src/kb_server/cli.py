@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
@@ -26,7 +28,10 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from kb_server.db.embedding_space import EmbeddingSpaceMismatch, SchemaNotReady
     from kb_server.db.migrations import MigrationError
 
-    return (ConfigError, MigrationError, EmbeddingSpaceMismatch, SchemaNotReady)
+    from ingest.embedders.base import EmbeddingError
+    from ingest.embedders.local import LocalModelMissing
+
+    return (ConfigError, MigrationError, EmbeddingSpaceMismatch, SchemaNotReady, EmbeddingError, LocalModelMissing)
 
 
 def friendly_errors(fn: F) -> F:
@@ -143,6 +148,30 @@ def db_stop() -> None:
     settings = settings_or_exit()
     stopped = EmbeddedPostgres(settings.database.state_dir).stop()
     console.print("stopped" if stopped else "it was not running")
+
+
+@app.command("ingest")
+@friendly_errors
+def ingest(
+    paths: list[Path] = typer.Argument(..., help="Files or folders (folders are walked for known formats).",
+                                       exists=True),
+) -> None:
+    """Ingest files directly, without the queue: parse, chunk, scan, embed and store each one."""
+    from ingest.embedders import make_embedder
+    from ingest.pipeline import Ingestor, document_files, ingest_files
+    from kb_server.db.targets import resolve_database
+    from kb_server.ingest_report import print_summary, progress_bar
+
+    settings = settings_or_exit()
+    files, skipped = document_files(paths)
+    targets = resolve_database(settings.database)
+    started = time.perf_counter()
+    with Ingestor(targets.ingest, make_embedder(settings.embedding), max_bytes=settings.aws.max_file_bytes) as ingestor:
+        with progress_bar(console, len(files)) as advance:
+            results = list(ingest_files(ingestor, files, on_result=advance))
+    print_summary(console, results, skipped, time.perf_counter() - started)
+    if any(r.outcome == "failed" for r in results):
+        raise typer.Exit(1)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,57 @@
+"""How an ingestion run looks to a person: a progress bar, then a summary with counts and reasons."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ingest.pipeline import IngestResult
+
+
+@contextmanager
+def progress_bar(console: Console, total: int) -> Iterator[Callable[[IngestResult], None]]:
+    progress = Progress(
+        TextColumn("[bold]ingesting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.description}"), console=console, transient=True,
+    )
+    with progress:
+        task = progress.add_task("", total=total)
+
+        def advance(result: IngestResult) -> None:
+            progress.update(task, advance=1, description=result.source_uri.rsplit("/", 1)[-1])
+
+        yield advance
+
+
+def print_summary(console: Console, results: list[IngestResult], skipped: list[Path], seconds: float) -> None:
+    outcomes = Counter(r.outcome for r in results)
+    done = [r for r in results if r.outcome == "ingested"]
+    chunks = sum(r.chunks for r in done)
+    console.print(
+        f"[bold]{outcomes['ingested']} ingested[/], {outcomes['unchanged']} unchanged, "
+        f"[{'red' if outcomes['failed'] else 'green'}]{outcomes['failed']} failed[/]"
+        f" · {chunks} chunks ({sum(r.embedded for r in done)} embedded, {sum(r.suspect_chunks for r in done)} "
+        f"injection-suspect) · {sum(r.tokens for r in done)} tokens · {seconds:.1f} s",
+        highlight=False,
+    )
+    if done:
+        for label, key in (("department", "department"), ("format", "source_format"),
+                           ("classification", "classification"), ("status", "status")):
+            counts = Counter(getattr(r, key) for r in done)
+            console.print(f"  by {label}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
+                          highlight=False)
+    failed = [r for r in results if r.outcome == "failed"]
+    if failed:
+        table = Table("file", "reason", title="failed", title_justify="left", show_lines=False)
+        for r in failed:
+            table.add_row(r.source_uri.rsplit("/", 1)[-1], r.reason or "")
+        console.print(table)
+    if skipped:
+        names = ", ".join(p.name for p in skipped[:5]) + (" ..." if len(skipped) > 5 else "")
+        console.print(f"  skipped {len(skipped)} files that are not documents: {names}", highlight=False)
