@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -103,6 +104,74 @@ def empty_database(postgres_superuser: str) -> Iterator[DatabaseTargets]:
     name = f"kb_test_{os.getpid()}_{next(_counter)}"
     create_database(postgres_superuser, name)
     yield targets_for(postgres_superuser, name)
+    drop_database(postgres_superuser, name)
+
+
+@pytest.fixture(scope="session")
+def local_embedder():
+    """The real default embedder, loaded once."""
+    from ingest.embedders.local import LocalEmbedder
+
+    embedder = LocalEmbedder()
+    embedder.load()
+    return embedder
+
+
+class CountingEmbedder:
+    """The real local embedder, counting how many texts it was asked to embed."""
+
+    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
+        self.inner = inner
+        self.texts = 0
+        self.calls = 0
+
+    @property
+    def space(self):  # type: ignore[no-untyped-def]
+        return self.inner.space
+
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        self.texts += len(texts)
+        return self.inner.embed(texts)
+
+    def embed_query(self, text):  # type: ignore[no-untyped-def]
+        return self.inner.embed_query(text)
+
+
+@pytest.fixture
+def counting_embedder(local_embedder) -> CountingEmbedder:
+    return CountingEmbedder(local_embedder)
+
+
+@pytest.fixture
+def ingestor(database, counting_embedder):
+    from ingest.pipeline import Ingestor
+
+    with Ingestor(database.ingest, counting_embedder, max_bytes=2_000_000) as ingestor:
+        yield ingestor
+
+
+@dataclass
+class IngestedCorpus:
+    targets: DatabaseTargets
+    results: list
+    skipped: list[Path]
+
+
+@pytest.fixture(scope="session")
+def corpus_database(postgres_superuser, template_database, local_embedder) -> Iterator[IngestedCorpus]:
+    """corpus/ ingested once for the session (about a minute): the server, eval and corpus tests read it."""
+    from ingest.pipeline import Ingestor, document_files, ingest_files
+
+    name = f"kb_test_corpus_{os.getpid()}"
+    create_database(postgres_superuser, name, template=template_database)
+    targets = targets_for(postgres_superuser, name)
+    files, skipped = document_files([REPO / "corpus"])
+    with Ingestor(targets.ingest, local_embedder, max_bytes=25_000_000) as ingestor:
+        results = list(ingest_files(ingestor, files))
+    with psycopg.connect(targets.owner, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+    yield IngestedCorpus(targets, results, skipped)
     drop_database(postgres_superuser, name)
 
 

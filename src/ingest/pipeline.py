@@ -82,8 +82,14 @@ class Ingestor:
                 known = find_by_source_hash(self.conn, sha256)
             if known is not None:
                 uri, doc_code, version = known
+                with self.conn.transaction():
+                    log_event(self.conn, source_uri, "unchanged", sha256=sha256, doc_code=doc_code, version=version)
                 return IngestResult(
-                    source_uri, "unchanged", doc_code, version, seconds=time.perf_counter() - started,
+                    source_uri,
+                    "unchanged",
+                    doc_code,
+                    version,
+                    seconds=time.perf_counter() - started,
                     reason=None if uri == source_uri else f"identical to {uri}",
                 )
             mark = time.perf_counter()
@@ -109,17 +115,21 @@ class Ingestor:
             if missing:
                 embeddings = self.embedder.embed([p.embedding_text for p in missing])
                 tokens = embeddings.tokens
-                known_vectors.update(
-                    {p.embedding_sha256: v for p, v in zip(missing, embeddings.vectors, strict=True)}
-                )
+                known_vectors.update({p.embedding_sha256: v for p, v in zip(missing, embeddings.vectors, strict=True)})
             vectors = np.vstack([known_vectors[p.embedding_sha256] for p in prepared])
             timings["embed"] = time.perf_counter() - mark
 
             mark = time.perf_counter()
             with self.conn.transaction():
                 stored = store_document(
-                    self.conn, header, source_uri=source_uri, source_format=document.source_format,
-                    source_sha256=sha256, chunks=prepared, vectors=vectors, embedding_tokens=tokens,
+                    self.conn,
+                    header,
+                    source_uri=source_uri,
+                    source_format=document.source_format,
+                    source_sha256=sha256,
+                    chunks=prepared,
+                    vectors=vectors,
+                    embedding_tokens=tokens,
                 )
             timings["store"] = time.perf_counter() - mark
         except FAILURES as exc:
@@ -127,10 +137,21 @@ class Ingestor:
             self._log_failure(source_uri, sha256, reason)
             return IngestResult(source_uri, "failed", reason=reason, seconds=time.perf_counter() - started)
         return IngestResult(
-            source_uri, "ingested", header.doc_code, header.version, stored.status, header.department,
-            header.classification.value, document.source_format, len(prepared),
-            sum(1 for p in prepared if p.findings), len(missing), tokens, time.perf_counter() - started,
-            f"superseded version {stored.superseded}" if stored.superseded else None, timings,
+            source_uri,
+            "ingested",
+            header.doc_code,
+            header.version,
+            stored.status,
+            header.department,
+            header.classification.value,
+            document.source_format,
+            len(prepared),
+            sum(1 for p in prepared if p.findings),
+            len(missing),
+            tokens,
+            time.perf_counter() - started,
+            f"superseded version {stored.superseded}" if stored.superseded else None,
+            timings,
         )
 
     def withdraw(self, source_uri: str) -> IngestResult:

@@ -146,7 +146,10 @@ def store_document(
     with conn.cursor() as cursor:
         cursor.executemany(
             f"INSERT INTO kb.chunks ({CHUNK_COLUMNS}) VALUES ({', '.join(['%s'] * 15)})",
-            [_chunk_row(doc_id, header, status, prepared, vector) for prepared, vector in zip(chunks, vectors, strict=True)],
+            [
+                _chunk_row(doc_id, header, status, prepared, vector)
+                for prepared, vector in zip(chunks, vectors, strict=True)
+            ],
         )
     log_event(
         conn,

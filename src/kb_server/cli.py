@@ -25,11 +25,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
-    from kb_server.db.embedding_space import EmbeddingSpaceMismatch, SchemaNotReady
-    from kb_server.db.migrations import MigrationError
-
     from ingest.embedders.base import EmbeddingError
     from ingest.embedders.local import LocalModelMissing
+    from kb_server.db.embedding_space import EmbeddingSpaceMismatch, SchemaNotReady
+    from kb_server.db.migrations import MigrationError
 
     return (ConfigError, MigrationError, EmbeddingSpaceMismatch, SchemaNotReady, EmbeddingError, LocalModelMissing)
 
@@ -153,8 +152,9 @@ def db_stop() -> None:
 @app.command("ingest")
 @friendly_errors
 def ingest(
-    paths: list[Path] = typer.Argument(..., help="Files or folders (folders are walked for known formats).",
-                                       exists=True),
+    paths: list[Path] = typer.Argument(
+        ..., help="Files or folders (folders are walked for known formats).", exists=True
+    ),
 ) -> None:
     """Ingest files directly, without the queue: parse, chunk, scan, embed and store each one."""
     from ingest.embedders import make_embedder

@@ -17,8 +17,13 @@ from ingest.pipeline import IngestResult
 @contextmanager
 def progress_bar(console: Console, total: int) -> Iterator[Callable[[IngestResult], None]]:
     progress = Progress(
-        TextColumn("[bold]ingesting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("{task.description}"), console=console, transient=True,
+        TextColumn("[bold]ingesting"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        transient=True,
     )
     with progress:
         task = progress.add_task("", total=total)
@@ -41,11 +46,14 @@ def print_summary(console: Console, results: list[IngestResult], skipped: list[P
         highlight=False,
     )
     if done:
-        for label, key in (("department", "department"), ("format", "source_format"),
-                           ("classification", "classification"), ("status", "status")):
+        for label, key in (
+            ("department", "department"),
+            ("format", "source_format"),
+            ("classification", "classification"),
+            ("status", "status"),
+        ):
             counts = Counter(getattr(r, key) for r in done)
-            console.print(f"  by {label}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
-                          highlight=False)
+            console.print(f"  by {label}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), highlight=False)
     failed = [r for r in results if r.outcome == "failed"]
     if failed:
         table = Table("file", "reason", title="failed", title_justify="left", show_lines=False)

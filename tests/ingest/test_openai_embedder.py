@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import openai
 import pytest
+from tests.support.openai_wire import embeddings_server
 
 from ingest.embedders.base import EmbeddingError
 from ingest.embedders.openai_embedder import OpenAIEmbedder
 from ingest.tokens import count_tokens
 from kb_server.settings import EmbeddingSettings
-from tests.support.openai_wire import embeddings_server
 
 
 def embedder_for(url: str, **kwargs: object) -> OpenAIEmbedder:

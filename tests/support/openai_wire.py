@@ -44,7 +44,7 @@ def embeddings_server(script: list[int] | None = None, retry_after: str | None =
         def log_message(self, *args: object) -> None:  # keep the test output clean
             pass
 
-        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             with lock:
                 state.requests.append({**body, "authorization": self.headers.get("Authorization")})
@@ -58,13 +58,18 @@ def embeddings_server(script: list[int] | None = None, retry_after: str | None =
             inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
             dimensions = body.get("dimensions", 3072)
             tokens = sum(count_tokens(t) for t in inputs)
-            self._send(200, {
-                "object": "list",
-                "model": body["model"],
-                "data": [{"object": "embedding", "index": i, "embedding": fake_vector(t, dimensions)}
-                         for i, t in enumerate(inputs)],
-                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-            })
+            self._send(
+                200,
+                {
+                    "object": "list",
+                    "model": body["model"],
+                    "data": [
+                        {"object": "embedding", "index": i, "embedding": fake_vector(t, dimensions)}
+                        for i, t in enumerate(inputs)
+                    ],
+                    "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+                },
+            )
 
         def _send(self, status: int, payload: dict, retry_after: str | None = None) -> None:
             data = json.dumps(payload).encode()

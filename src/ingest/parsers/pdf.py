@@ -56,6 +56,12 @@ def parse_pdf(data: bytes) -> ParsedDocument:
         if document.page_count == 0:
             raise ParseError("the PDF has no pages")
         lines, tables = _read(document)
+        repaired = document.is_repaired
+    if not lines and repaired:
+        raise ParseError(
+            "the PDF is damaged (truncated or corrupt: it had to be repaired to open) and no text "
+            "could be read from it: export it again"
+        )
     if not lines:
         raise ParseError("the PDF has no text layer (a scanned image?): run it through OCR first")
     lines = _drop_running_lines(lines)
