@@ -166,9 +166,12 @@ def ingest(
     files, skipped = document_files(paths)
     targets = resolve_database(settings.database)
     started = time.perf_counter()
-    with Ingestor(targets.ingest, make_embedder(settings.embedding), max_bytes=settings.aws.max_file_bytes) as ingestor:
-        with progress_bar(console, len(files)) as advance:
-            results = list(ingest_files(ingestor, files, on_result=advance))
+    embedder = make_embedder(settings.embedding)
+    with (
+        Ingestor(targets.ingest, embedder, max_bytes=settings.aws.max_file_bytes) as ingestor,
+        progress_bar(console, len(files)) as advance,
+    ):
+        results = list(ingest_files(ingestor, files, on_result=advance))
     print_summary(console, results, skipped, time.perf_counter() - started)
     if any(r.outcome == "failed" for r in results):
         raise typer.Exit(1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from tests.conftest import REPO
 from tests.support.documents import markdown_document
 
@@ -36,7 +38,7 @@ def test_a_long_section_is_split_near_600_tokens_with_80_tokens_of_overlap():
     assert len(chunks) >= 3
     assert all(c.section_path == "3. Long Section" and c.anchor == "3" for c in chunks)
     assert all(c.token_count <= 600 + 120 for c in chunks)
-    for previous, following in zip(chunks, chunks[1:], strict=False):
+    for previous, following in itertools.pairwise(chunks):
         opening = following.content.split("\n\n")[0]
         assert previous.content.endswith(opening)  # the continuation repeats the previous chunk's tail
         assert 60 <= count_tokens(opening) <= 120
