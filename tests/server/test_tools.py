@@ -1,0 +1,221 @@
+"""The MCP tools through a real in-process client session, against the ingested corpus."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from mcp.shared.exceptions import MCPError
+from tests.conftest import REPO
+from tests.server.conftest import client_as
+
+from ingest.embedders.base import EmbeddingError
+from kb_server.models import NOTICE
+from kb_server.roles import Classification, Role
+
+pytestmark = pytest.mark.anyio
+CLASSIFICATION = {
+    row["doc_code"]: Classification(row["classification"])
+    for row in csv.DictReader((REPO / "corpus" / "MANIFEST.csv").open())
+}
+QUERIES = [
+    "enhanced due diligence threshold",
+    "SAR filing deadline",
+    "AML typology structuring thresholds",
+    "board risk appetite",
+    "wire transfer fee",
+    "password length requirements",
+    "key rotation HSM",
+    "data breach notification deadline",
+    "executive bonus pool",
+    "minimum liquidity buffer",
+    "chargeback response deadline",
+    "credit risk appetite charge-off limit",
+    "state licence numbers",
+    "treasury permissible investments",
+    "sanctions screening escalation",
+]
+
+
+async def call(client, tool: str, **arguments):  # type: ignore[no-untyped-def]
+    return await client.call_tool(tool, arguments)
+
+
+async def test_every_tool_is_read_only_and_has_input_and_output_schemas(corpus_database, local_embedder):
+    async with client_as(corpus_database, Role.DEMO_READONLY, local_embedder) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == {"search_knowledge_base", "get_document", "list_documents"}
+    for tool in tools.values():
+        assert tool.annotations.read_only_hint is True and tool.annotations.destructive_hint is False
+        assert tool.input_schema["type"] == "object" and tool.output_schema
+    assert NOTICE in tools["search_knowledge_base"].description
+    schema = tools["search_knowledge_base"].input_schema["properties"]
+    assert schema["top_k"]["maximum"] == 50 and schema["top_k"]["minimum"] == 1
+
+
+@pytest.mark.parametrize("role", list(Role))
+async def test_each_role_sees_exactly_its_slice(corpus_database, local_embedder, role):
+    seen: set[Classification] = set()
+    async with client_as(corpus_database, role, local_embedder) as client:
+        for query in QUERIES:
+            result = await call(client, "search_knowledge_base", query=query, top_k=8)
+            assert not result.is_error
+            for chunk in result.structured_content["documents"]:
+                level = CLASSIFICATION[chunk["doc_code"]]
+                assert role.may_read(level), (query, chunk["doc_code"], level)
+                seen.add(level)
+        listed = (await call(client, "list_documents")).structured_content["documents"]
+    assert {Classification(d["classification"]) for d in listed} == {c for c in Classification if role.may_read(c)}
+    assert role.ceiling in seen  # and it does reach its own ceiling
+
+
+async def test_a_search_returns_cited_chunks_in_the_llds_shape(corpus_database, local_embedder):
+    async with client_as(corpus_database, Role.ANALYST, local_embedder) as client:
+        result = await call(client, "search_knowledge_base", query="EDD review every 12 months threshold $7,500")
+    content = result.structured_content
+    assert content["notice"] == NOTICE and content["degraded"] is False
+    top = content["documents"][0]
+    assert set(top) == {
+        "doc_code",
+        "title",
+        "version",
+        "effective_date",
+        "department",
+        "section_path",
+        "content",
+        "score",
+        "citation",
+        "injection_suspect",
+    }
+    assert top["citation"].startswith(f"kb://{top['department']}/{top['doc_code']}#")
+    assert any(d["citation"] == "kb://compliance/CMP-SOP-004#4.2" for d in content["documents"])
+    assert all(d["version"] != "2.0" or d["doc_code"] != "CMP-SOP-004" for d in content["documents"])  # effective only
+
+
+async def test_a_small_department_filter_still_returns_top_k_rows(corpus_database, local_embedder):
+    async with client_as(corpus_database, Role.COMPLIANCE_OFFICER, local_embedder) as client:
+        result = await call(
+            client, "search_knowledge_base", query="customer identity", departments=["finance"], top_k=8
+        )
+    documents = result.structured_content["documents"]
+    assert len(documents) == 8
+    assert {d["department"] for d in documents} == {"finance"}
+
+
+async def test_output_is_capped_at_8_chunks_and_12_kb_whatever_top_k_asks(corpus_database, local_embedder):
+    async with client_as(corpus_database, Role.COMPLIANCE_OFFICER, local_embedder) as client:
+        result = await call(client, "search_knowledge_base", query="procedure", top_k=50)
+    content = result.structured_content
+    assert len(content["documents"]) <= 8
+    assert len(json.dumps(content).encode()) <= 12 * 1024
+    assert content["truncated"] is True
+
+
+class BrokenEmbedder:
+    """The local model's space, but every query embedding fails: a stand-in for an embedding endpoint that
+    is down (the production endpoint cannot be reached from here)."""
+
+    def __init__(self, inner, delay: float = 0.0) -> None:  # type: ignore[no-untyped-def]
+        self.inner, self.delay = inner, delay
+
+    @property
+    def space(self):  # type: ignore[no-untyped-def]
+        return self.inner.space
+
+    def embed_query(self, text: str) -> np.ndarray:
+        if self.delay:
+            import time
+
+            time.sleep(self.delay)
+            return self.inner.embed_query(text)
+        raise EmbeddingError("the embeddings API answered HTTP 503")
+
+
+async def test_when_the_query_embedding_fails_full_text_still_answers_and_says_degraded(
+    corpus_database, local_embedder
+):
+    async with client_as(corpus_database, Role.ANALYST, BrokenEmbedder(local_embedder)) as client:
+        result = await call(client, "search_knowledge_base", query="SCR-E210 match queue backlog")
+    content = result.structured_content
+    assert content["degraded"] is True and "EmbeddingError" in content["degraded_reason"]
+    assert content["documents"] and content["documents"][0]["doc_code"] == "ENG-RBK-006"
+
+
+async def test_when_the_query_embedding_times_out_the_answer_is_degraded_not_late(corpus_database, local_embedder):
+    async with client_as(
+        corpus_database, Role.ANALYST, BrokenEmbedder(local_embedder, delay=2.0), query_timeout_s=0.2
+    ) as client:
+        result = await call(client, "search_knowledge_base", query="SCR-E210 match queue backlog")
+    assert result.structured_content["degraded"] is True
+    assert "timed out after 0.2 s" in result.structured_content["degraded_reason"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"query": "   "}, "query is empty"),
+        ({"query": "x" * 1200}, "keep it under 1000"),
+        ({"query": "fees", "departments": ["marketing"]}, "unknown department 'marketing'"),
+        ({"query": "fees", "top_k": 0}, "greater than or equal to 1"),
+        ({"query": "fees", "top_k": 51}, "less than or equal to 50"),
+        ({"query": "fees", "top_k": "many"}, "valid integer"),
+    ],
+)
+async def test_bad_search_arguments_get_an_error_the_model_can_act_on(
+    corpus_database, local_embedder, arguments, message
+):
+    async with client_as(corpus_database, Role.ANALYST, local_embedder) as client:
+        result = await client.call_tool("search_knowledge_base", arguments)
+    assert result.is_error and message in result.content[0].text
+
+
+async def test_get_document_returns_any_version_including_superseded_ones(corpus_database, local_embedder):
+    async with client_as(corpus_database, Role.ANALYST, local_embedder) as client:
+        current = (await call(client, "get_document", doc_code="CMP-SOP-004")).structured_content
+        old = (await call(client, "get_document", doc_code="cmp-sop-004", version="2.0")).structured_content
+    assert (current["version"], current["status"], current["other_versions"]) == ("3.1", "effective", ["2.0"])
+    assert (old["version"], old["status"]) == ("2.0", "superseded")
+    section = next(s for s in old["sections"] if s["citation"].endswith("#4.2"))
+    assert "$10,000" in section["content"]
+
+
+async def test_unknown_and_forbidden_documents_are_indistinguishable(corpus_database, local_embedder):
+    async with client_as(corpus_database, Role.SUPPORT_AGENT, local_embedder) as client:
+        forbidden = await call(client, "get_document", doc_code="CMP-SOP-006")  # restricted
+        missing = await call(client, "get_document", doc_code="CMP-SOP-999")
+        malformed = await call(client, "get_document", doc_code="sop 6")
+        with pytest.raises(MCPError) as forbidden_resource:
+            await client.read_resource("kb://compliance/CMP-SOP-006#6.1")
+        with pytest.raises(MCPError) as missing_resource:
+            await client.read_resource("kb://compliance/CMP-SOP-999#6.1")
+    assert forbidden.is_error and missing.is_error
+    assert forbidden.content[0].text.replace("006", "999") == missing.content[0].text
+    assert str(forbidden_resource.value).replace("006", "999") == str(missing_resource.value)
+    assert malformed.is_error and "DEP-TYP-NNN" in malformed.content[0].text
+
+
+async def test_citations_resolve_as_resources_under_the_same_ceiling(corpus_database, local_embedder):
+    async with client_as(corpus_database, Role.ANALYST, local_embedder) as client:
+        templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
+        section = json.loads((await client.read_resource("kb://compliance/CMP-SOP-004#4.2")).contents[0].text)
+        document = json.loads((await client.read_resource("kb://compliance/CMP-SOP-004")).contents[0].text)
+        with pytest.raises(MCPError):
+            await client.read_resource("kb://legal/CMP-SOP-004#4.2")  # the wrong department
+        with pytest.raises(MCPError):
+            await client.read_resource("kb://compliance/CMP-SOP-004#99.9")
+    assert templates == ["kb://{department}/{doc_code}", "kb://{department}/{doc_code}{#section}"]
+    assert section["section_path"] == "4. Customer Risk Rating › 4.2 Enhanced Due Diligence"
+    assert "$7,500" in section["content"] and section["notice"] == NOTICE
+    assert document["doc_code"] == "CMP-SOP-004" and len(document["sections"]) >= 8
+
+
+async def test_list_documents_filters_by_department_and_status(corpus_database, local_embedder):
+    async with client_as(corpus_database, Role.COMPLIANCE_OFFICER, local_embedder) as client:
+        superseded = (await call(client, "list_documents", status="superseded")).structured_content
+        legal = (await call(client, "list_documents", department="legal")).structured_content
+        bad = await call(client, "list_documents", status="archived")
+    assert superseded["total"] == 7 and {d["status"] for d in superseded["documents"]} == {"superseded"}
+    assert legal["total"] == 9 and {d["department"] for d in legal["documents"]} == {"legal"}
+    assert bad.is_error and "unknown status 'archived'" in bad.content[0].text
