@@ -26,6 +26,9 @@
 -- false`. The ceiling is as strict as a per-row policy: it is enforced by PostgreSQL, per table.
 -- kb.chunks itself (the parent) keeps a classic per-row policy for plain reads.
 
+-- Roles are cluster-wide, so they may exist already (another database, an earlier run). Only a superuser
+-- may change SUPERUSER or BYPASSRLS, and managed PostgreSQL gives none: so this creates the logins without
+-- them and refuses to go on if an existing login has either, rather than trying to alter it.
 DO $$
 DECLARE
     r text;
@@ -41,11 +44,16 @@ BEGIN
     IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'kb_ingest') THEN
         CREATE ROLE kb_ingest LOGIN;
     END IF;
+    IF EXISTS (SELECT FROM pg_roles WHERE rolname IN ('kb_server', 'kb_ingest', 'demo_readonly', 'support_agent',
+                                                       'analyst', 'compliance_officer')
+               AND (rolsuper OR rolbypassrls)) THEN
+        RAISE EXCEPTION 'a kosha-kb role is a superuser or bypasses row-level security: remove that first';
+    END IF;
+    IF (SELECT rolinherit FROM pg_roles WHERE rolname = 'kb_server') THEN
+        ALTER ROLE kb_server NOINHERIT;  -- it must hold no reader's rights until it switches role
+    END IF;
 END $$;
 
--- Roles are cluster-wide: make sure an earlier cluster-level change did not widen them.
-ALTER ROLE kb_server NOSUPERUSER NOBYPASSRLS NOINHERIT NOCREATEDB NOCREATEROLE;
-ALTER ROLE kb_ingest NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
 GRANT demo_readonly, support_agent, analyst, compliance_officer TO kb_server;
 
 DO $$

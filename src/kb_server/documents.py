@@ -80,7 +80,15 @@ async def fetch_document(
         return None
     doc_code, title, version, status, effective_date, department, classification, owner, refs = row[1:]
     return StoredDocument(
-        doc_code, title, version, status, effective_date, department, classification, owner, list(refs),
+        doc_code,
+        title,
+        version,
+        status,
+        effective_date,
+        department,
+        classification,
+        owner,
+        list(refs),
         versions=[v for (v,) in await versions.fetchall()],
         sections=join_sections(await chunks.fetchall()),
     )

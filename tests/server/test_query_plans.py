@@ -1,0 +1,92 @@
+"""Both legs of the hybrid query stay on their indexes under every role, on a PostgreSQL where the
+knowledge base's owner is not a superuser (as on RDS or Aurora), and the ceiling still holds.
+
+A per-row policy such as USING (classification <= ceiling) would turn the full-text leg into a sequential
+scan, because PostgreSQL evaluates the policy before the non-LEAKPROOF `@@`; the classification partitions
+with role-listed policies avoid that (sql/002). The last test shows the per-row form failing, for contrast.
+"""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from bench.synthetic import MARKERS, SyntheticCorpus, load, query_vectors
+from pgvector.psycopg import register_vector
+from tests.conftest import targets_for
+
+from kb_server.db.embedded import EmbeddedPostgres
+from kb_server.db.embedding_space import EmbeddingSpace
+from kb_server.db.migrations import migrate
+from kb_server.roles import Role
+from kb_server.search import hybrid_sql
+
+SPEC = SyntheticCorpus(chunks=32_000, dimensions=32)
+
+
+@pytest.fixture(scope="module")
+def managed_like(tmp_path_factory):
+    """A separate cluster whose knowledge-base owner has CREATEROLE and CREATEDB but is no superuser; the
+    vector extension is created by the platform's administrator, as RDS's rds_superuser does."""
+    server = EmbeddedPostgres(tmp_path_factory.mktemp("managed"))
+    superuser = server.start()
+    with psycopg.connect(superuser, autocommit=True) as conn:
+        conn.execute("CREATE ROLE kb_admin LOGIN CREATEROLE CREATEDB")
+        conn.execute("CREATE DATABASE kb OWNER kb_admin")
+    with psycopg.connect(psycopg.conninfo.make_conninfo(superuser, dbname="kb"), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION vector")
+    targets = targets_for(superuser, "kb")
+    admin = psycopg.conninfo.make_conninfo(targets.owner, user="kb_admin")
+    migrate(admin, EmbeddingSpace("synthetic-32", 32))
+    load(targets.owner, SPEC)  # COPY, as the platform administrator: a bulk load, not the product's path
+    yield targets, admin
+
+
+def plan(conninfo: str, role: Role, statement: str, params: dict) -> str:  # type: ignore[type-arg]
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        register_vector(conn)
+        with conn.transaction():
+            conn.execute(f"SET LOCAL ROLE {role.value}")
+            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            rows = conn.execute("EXPLAIN " + statement, params).fetchall()
+    return "\n".join(r[0] for r in rows)
+
+
+def params(text: str) -> dict:  # type: ignore[type-arg]
+    return {
+        "text": text,
+        "vector": query_vectors(SPEC, 1)[0],
+        "departments": None,
+        "candidates": 50,
+        "rrf_k": 60,
+        "limit": 8,
+    }
+
+
+def test_the_migrations_run_as_an_owner_who_is_not_a_superuser(managed_like):
+    targets, admin = managed_like
+    with psycopg.connect(admin) as conn:
+        superuser = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()[0]
+        owner = conn.execute("SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'kb.chunks'::regclass")
+        assert (superuser, owner.fetchone()[0]) == (False, "kb_admin")
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_each_role_reads_both_legs_through_their_indexes_and_only_its_partitions(managed_like, role):
+    targets, _ = managed_like
+    explained = plan(targets.server, role, hybrid_sql(with_vector=True), params(MARKERS["rare"][0]))
+    for classification in ("public", "internal", "confidential", "restricted"):
+        allowed = role.ceiling.level >= ("public", "internal", "confidential", "restricted").index(classification)
+        assert (f"Index Scan using chunks_{classification}_embedding_idx" in explained) == allowed, explained
+        assert (f"Bitmap Index Scan on chunks_{classification}_tsv_idx" in explained) == allowed, explained
+        assert (f"Seq Scan on chunks_{classification}" in explained) is False, explained
+
+
+def test_a_per_row_ceiling_policy_would_have_lost_the_full_text_index(managed_like):
+    targets, _ = managed_like
+    naive = (
+        "SELECT chunk_id FROM kb.chunks WHERE tsv @@ websearch_to_tsquery('english', %(text)s) "
+        "ORDER BY ts_rank_cd(tsv, websearch_to_tsquery('english', %(text)s)) DESC LIMIT 50"
+    )
+    explained = plan(targets.server, Role.SUPPORT_AGENT, naive, {"text": MARKERS["rare"][0]})
+    assert "tsv_idx" not in explained  # the GIN index cannot be used under the per-row policy
+    assert "kb.role_ceiling()" in explained
