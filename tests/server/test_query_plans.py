@@ -63,7 +63,7 @@ def params(text: str) -> dict:  # type: ignore[type-arg]
 
 
 def test_the_migrations_run_as_an_owner_who_is_not_a_superuser(managed_like):
-    targets, admin = managed_like
+    _targets, admin = managed_like
     with psycopg.connect(admin) as conn:
         superuser = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()[0]
         owner = conn.execute("SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'kb.chunks'::regclass")

@@ -1,0 +1,168 @@
+"""The two transports, as clients use them: stdio (Claude Desktop, IDEs) and streamable HTTP behind bearer
+tokens, each with a real MCP client session against `kb serve` running as its own process."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from psycopg import conninfo as pg_conninfo
+
+from kb_server.http import add_token
+from kb_server.roles import Role
+
+pytestmark = pytest.mark.anyio
+VENV_BIN = Path(sys.executable).parent
+
+
+def database_url(targets) -> str:  # type: ignore[no-untyped-def]
+    params = pg_conninfo.conninfo_to_dict(targets.owner)
+    return f"postgresql://{params['user']}@/{params['dbname']}?host={params['host']}"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def http_server(corpus_database, tmp_path_factory) -> Iterator[tuple[str, dict[str, str], Path]]:
+    folder = tmp_path_factory.mktemp("http")
+    tokens_file = folder / "tokens.json"
+    tokens = {role: add_token(tokens_file, f"{role.value}-client", role) for role in Role}
+    tokens["limited"] = add_token(tokens_file, "limited-client", Role.DEMO_READONLY)
+    port = free_port()
+    log = folder / "server.log"
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(corpus_database.targets),
+        "KB_TOKENS_FILE": str(tokens_file),
+        "KB_HTTP_PORT": str(port),
+        "KB_RATE_LIMIT_PER_MINUTE": "30",
+        "KB_RATE_LIMIT_BURST": "20",
+        "KB_MAX_REQUEST_BYTES": "16384",
+    }
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [str(VENV_BIN / "kb"), "serve", "--transport", "http"], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx2.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx2.TransportError:
+                time.sleep(0.3)
+        else:
+            raise AssertionError("the HTTP server did not start:\n" + log.read_text())
+        yield url, {k.value if isinstance(k, Role) else k: v for k, v in tokens.items()}, log
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def client_with(url: str, token: str | None, headers: dict[str, str] | None = None) -> Client:
+    all_headers = {**(headers or {}), **({"Authorization": f"Bearer {token}"} if token else {})}
+    http = httpx2.AsyncClient(headers=all_headers, timeout=30)
+    return Client(streamable_http_client(f"{url}/mcp", http_client=http))
+
+
+async def test_over_http_each_token_gets_its_roles_slice(http_server):
+    url, tokens, _ = http_server
+    counts = {}
+    for role in Role:
+        async with client_with(url, tokens[role.value]) as client:
+            listed = await client.call_tool("list_documents", {})
+            counts[role] = listed.structured_content["total"]
+    assert (
+        counts[Role.DEMO_READONLY]
+        < counts[Role.SUPPORT_AGENT]
+        < counts[Role.ANALYST]
+        < counts[Role.COMPLIANCE_OFFICER]
+        == 85
+    )
+
+
+def test_no_token_or_an_unknown_token_gets_401(http_server):
+    url, _, _ = http_server
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    missing = httpx2.post(f"{url}/mcp", json=body)
+    unknown = httpx2.post(f"{url}/mcp", json=body, headers={"Authorization": "Bearer kb_not-a-real-token"})
+    assert (missing.status_code, unknown.status_code) == (401, 401)
+    assert missing.headers["www-authenticate"].startswith("Bearer")
+
+
+async def test_a_forged_role_header_changes_nothing(http_server):
+    url, tokens, _ = http_server
+    forged = {"X-KB-Role": "compliance_officer", "X-Role": "compliance_officer", "X-Forwarded-User": "admin"}
+    async with client_with(url, tokens["demo_readonly"], forged) as client:
+        listed = await client.call_tool("list_documents", {})
+        restricted = await client.call_tool("get_document", {"doc_code": "CMP-SOP-006"})
+    assert {d["classification"] for d in listed.structured_content["documents"]} == {"public"}
+    assert restricted.is_error
+
+
+def test_a_token_over_its_rate_gets_429_with_retry_after(http_server):
+    url, tokens, _ = http_server
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Authorization": f"Bearer {tokens['limited']}", "Accept": "application/json, text/event-stream"}
+    statuses = [httpx2.post(f"{url}/mcp", json=body, headers=headers) for _ in range(25)]
+    limited = [r for r in statuses if r.status_code == 429]
+    assert limited and int(limited[0].headers["retry-after"]) >= 1
+    assert all(r.status_code != 429 for r in statuses[:20])  # the burst of 20 is served
+
+
+def test_guessing_tokens_is_rate_limited(http_server):
+    url, _, _ = http_server
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    statuses = [
+        httpx2.post(f"{url}/mcp", json=body, headers={"Authorization": f"Bearer guess-{n}"}).status_code
+        for n in range(15)
+    ]
+    assert statuses[0] == 401 and 429 in statuses
+
+
+def test_an_oversize_request_body_gets_413(http_server):
+    url, tokens, _ = http_server
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "search_knowledge_base", "arguments": {"query": "x" * 20_000}},
+    }
+    response = httpx2.post(f"{url}/mcp", json=body, headers={"Authorization": f"Bearer {tokens['analyst']}"})
+    assert response.status_code == 413
+
+
+def test_tokens_are_stored_hashed_and_never_logged(http_server):
+    _url, tokens, log = http_server
+    tokens_file = json.loads(next(Path(log).parent.glob("tokens.json")).read_text())
+    text = json.dumps(tokens_file) + log.read_text()
+    for token in tokens.values():
+        assert token not in text
+    assert all(len(entry["sha256"]) == 64 for entry in tokens_file["tokens"])
+
+
+async def test_over_stdio_the_configured_role_searches(corpus_database):
+    env = {**os.environ, "DATABASE_URL": database_url(corpus_database.targets), "KB_ROLE": "support_agent"}
+    parameters = StdioServerParameters(command=str(VENV_BIN / "kb"), args=["serve", "--transport", "stdio"], env=env)
+    async with Client(parameters) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        result = await client.call_tool("search_knowledge_base", {"query": "escalation matrix support duty manager"})
+        listed = await client.call_tool("list_documents", {})
+    assert tools == {"search_knowledge_base", "get_document", "list_documents"}
+    assert result.structured_content["documents"]
+    assert {d["classification"] for d in listed.structured_content["documents"]} == {"public", "internal"}
