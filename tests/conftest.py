@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,9 +39,25 @@ TEMPLATE = "kb_test_template"
 _counter = itertools.count()
 
 
+def server_dir(prefix: str) -> Path:
+    """A folder for a PostgreSQL data directory, outside pytest's temporary root: each pytest session
+    (another developer's, a helper's) resets that root to mode 0700 when it starts, which would cut a
+    running server (it runs as its own system user) off from its own data."""
+    return Path(tempfile.mkdtemp(prefix=f"kosha-kb-{prefix}-"))
+
+
 @pytest.fixture(scope="session")
-def test_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("kb-state")
+def test_state_dir() -> Iterator[Path]:
+    path = server_dir("tests")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def fresh_state_dir() -> Iterator[Path]:
+    path = server_dir("state")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

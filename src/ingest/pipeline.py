@@ -57,12 +57,23 @@ class Ingestor:
     """Ingests files as the writer, over one connection; check the embedding space once, up front."""
 
     def __init__(self, conninfo: str, embedder: Embedder, *, max_bytes: int) -> None:
-        self.conn = psycopg.connect(conninfo)
-        register_vector(self.conn)
+        self.conninfo = conninfo
+        self.conn = self._connect()
         self.embedder = embedder
         self.max_bytes = max_bytes
         with self.conn.transaction():
             check_embedding_space(self.conn, embedder.space)
+
+    def _connect(self) -> psycopg.Connection:
+        conn = psycopg.connect(self.conninfo)
+        register_vector(conn)
+        return conn
+
+    def _ensure_connected(self) -> None:
+        """A long-lived worker outlives database restarts: reconnect when the connection is gone."""
+        if self.conn.closed or self.conn.broken:
+            self.conn.close()
+            self.conn = self._connect()
 
     def close(self) -> None:
         self.conn.close()
@@ -78,6 +89,7 @@ class Ingestor:
         timings: dict[str, float] = {}
         sha256 = hashlib.sha256(data).hexdigest()
         try:
+            self._ensure_connected()
             with self.conn.transaction():
                 known = find_by_source_hash(self.conn, sha256)
             if known is not None:
@@ -155,6 +167,7 @@ class Ingestor:
         )
 
     def withdraw(self, source_uri: str) -> IngestResult:
+        self._ensure_connected()
         with self.conn.transaction():
             removed = withdraw(self.conn, source_uri)
         versions = ", ".join(f"{code} v{version}" for code, version in removed) or "nothing was stored from it"

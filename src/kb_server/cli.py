@@ -278,5 +278,34 @@ def search(
     asyncio.run(run_search(console, settings, query, chosen, department or None, top_k, explain))
 
 
+@app.command("worker")
+@friendly_errors
+def worker() -> None:
+    """Long-poll the ingest queue and ingest what arrives (the Lambda handler, locally), until SIGTERM."""
+    from kb_server.aws_cli import worker_command
+
+    worker_command(console)
+
+
+@app.command("up")
+@friendly_errors
+def up(
+    corpus: Path = typer.Option(Path("corpus"), exists=True, file_okay=False, help="The folder to upload."),
+    serve_after: bool = typer.Option(True, "--serve/--no-serve", help="Serve MCP over HTTP once ingested."),
+) -> None:
+    """Everything on this machine: database, local AWS, upload, queue-fed ingestion, then MCP over HTTP."""
+    from kb_server.up import run_up
+
+    raise typer.Exit(run_up(console, settings_or_exit(), corpus, serve=serve_after))
+
+
+def _register_aws() -> None:
+    from kb_server.aws_cli import aws_app
+
+    app.add_typer(aws_app, name="aws")
+
+
+_register_aws()
+
 if __name__ == "__main__":  # pragma: no cover
     app()

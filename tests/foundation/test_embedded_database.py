@@ -42,8 +42,8 @@ def test_kb_processes_attach_to_the_one_running_instance(postgres_superuser, tes
         assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
-def test_a_first_kb_process_starts_the_server_and_the_last_one_stops_it(tmp_path):
-    state = tmp_path / "state"
+def test_a_first_kb_process_starts_the_server_and_the_last_one_stops_it(fresh_state_dir):
+    state = fresh_state_dir
     env = {"KB_STATE_DIR": str(state)}
     result = kb("db", "status", env=env)
     assert result.returncode == 0, result.stderr
@@ -53,15 +53,15 @@ def test_a_first_kb_process_starts_the_server_and_the_last_one_stops_it(tmp_path
     assert not (state / "pgdata" / "postmaster.pid").exists()  # no holder left, so it stopped
 
 
-def test_db_start_keeps_the_server_running_until_db_stop(tmp_path):
-    env = {"KB_STATE_DIR": str(tmp_path / "state")}
+def test_db_start_keeps_the_server_running_until_db_stop(fresh_state_dir):
+    env = {"KB_STATE_DIR": str(fresh_state_dir)}
     assert kb("db", "start", env=env).returncode == 0
     try:
-        assert (tmp_path / "state" / "pgdata" / "postmaster.pid").exists()
+        assert (fresh_state_dir / "pgdata" / "postmaster.pid").exists()
     finally:
         stopped = kb("db", "stop", env=env)
     assert stopped.returncode == 0, stopped.stderr
-    assert not (tmp_path / "state" / "pgdata" / "postmaster.pid").exists()
+    assert not (fresh_state_dir / "pgdata" / "postmaster.pid").exists()
 
 
 def test_with_database_url_set_that_server_is_used_unchanged(database, tmp_path):

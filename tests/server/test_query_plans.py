@@ -8,11 +8,13 @@ with role-listed policies avoid that (sql/002). The last test shows the per-row 
 
 from __future__ import annotations
 
+import shutil
+
 import psycopg
 import pytest
 from bench.synthetic import MARKERS, SyntheticCorpus, load, query_vectors
 from pgvector.psycopg import register_vector
-from tests.conftest import targets_for
+from tests.conftest import server_dir, targets_for
 
 from kb_server.db.embedded import EmbeddedPostgres
 from kb_server.db.embedding_space import EmbeddingSpace
@@ -24,10 +26,11 @@ SPEC = SyntheticCorpus(chunks=32_000, dimensions=32)
 
 
 @pytest.fixture(scope="module")
-def managed_like(tmp_path_factory):
+def managed_like():
     """A separate cluster whose knowledge-base owner has CREATEROLE and CREATEDB but is no superuser; the
     vector extension is created by the platform's administrator, as RDS's rds_superuser does."""
-    server = EmbeddedPostgres(tmp_path_factory.mktemp("managed"))
+    folder = server_dir("managed")
+    server = EmbeddedPostgres(folder)
     superuser = server.start()
     with psycopg.connect(superuser, autocommit=True) as conn:
         conn.execute("CREATE ROLE kb_admin LOGIN CREATEROLE CREATEDB")
@@ -39,6 +42,8 @@ def managed_like(tmp_path_factory):
     migrate(admin, EmbeddingSpace("synthetic-32", 32))
     load(targets.owner, SPEC)  # COPY, as the platform administrator: a bulk load, not the product's path
     yield targets, admin
+    server.stop()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def plan(conninfo: str, role: Role, statement: str, params: dict) -> str:  # type: ignore[type-arg]

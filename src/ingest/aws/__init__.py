@@ -1,0 +1,1 @@
+"""The AWS side of ingestion: clients, the local stack, bootstrap, corpus upload, and DLQ redrive."""

@@ -1,0 +1,28 @@
+"""boto3 clients from the AWS settings: AWS_ENDPOINT_URL set means the local AWS (moto), unset real AWS."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from kb_server.settings import AwsSettings
+
+
+def client(service: str, settings: AwsSettings, **config: Any) -> Any:
+    retries = {"max_attempts": 5, "mode": "standard"}
+    return boto3.client(
+        service,
+        region_name=settings.region,
+        endpoint_url=settings.endpoint_url,
+        config=Config(retries=retries, connect_timeout=5, read_timeout=settings.wait_time_s + 10, **config),
+    )
+
+
+def queue_url(sqs: Any, name: str) -> str:
+    return str(sqs.get_queue_url(QueueName=name)["QueueUrl"])
+
+
+def queue_arn(sqs: Any, url: str) -> str:
+    return str(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"])

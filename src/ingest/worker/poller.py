@@ -1,0 +1,134 @@
+"""`kb worker`: long-polls the ingest queue and runs the Lambda handler on real SQS events, the way
+Lambda's SQS event source mapping does.
+
+- Receives up to `batch_size` messages, builds the SQS event Lambda would send, calls the handler, deletes
+  the messages that succeeded; failed ones are left to become visible again after the visibility timeout
+  (and reach the DLQ after maxReceiveCount receives), as with Lambda.
+- When the queue endpoint is unreachable it backs off (full jitter, up to 30 s) and resumes.
+- On SIGTERM or SIGINT it finishes the batch in hand, then stops; messages received but not processed are
+  made visible again at once. A worker killed outright loses nothing either: its messages reappear.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+log = logging.getLogger("kosha.worker")
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+def lambda_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
+    """An SQS message as Lambda's event source mapping hands it to the function."""
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": message.get("Attributes", {}),
+        "messageAttributes": message.get("MessageAttributes", {}),
+        "md5OfBody": message.get("MD5OfBody", ""),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": region,
+    }
+
+
+@dataclass
+class WorkerStats:
+    batches: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    released: int = 0
+
+
+class SqsWorker:
+    def __init__(
+        self,
+        sqs: Any,
+        queue_url: str,
+        queue_arn: str,
+        handler: Handler,
+        *,
+        region: str,
+        batch_size: int = 5,
+        wait_time_s: int = 10,
+        max_backoff_s: float = 30.0,
+    ) -> None:
+        self.sqs = sqs
+        self.queue_url = queue_url
+        self.queue_arn = queue_arn
+        self.handler = handler
+        self.region = region
+        self.batch_size = batch_size
+        self.wait_time_s = wait_time_s
+        self.max_backoff_s = max_backoff_s
+        self.stop = threading.Event()
+        self.stats = WorkerStats()
+
+    def run(self, *, until: Callable[[], bool] | None = None) -> WorkerStats:
+        """Poll until stopped (or until `until()` says so, checked between batches)."""
+        failures = 0
+        while not self.stop.is_set() and not (until and until()):
+            try:
+                messages = self.sqs.receive_message(
+                    QueueUrl=self.queue_url,
+                    MaxNumberOfMessages=self.batch_size,
+                    WaitTimeSeconds=self.wait_time_s,
+                    AttributeNames=["All"],
+                    MessageAttributeNames=["All"],
+                ).get("Messages", [])
+                failures = 0
+            except (ClientError, BotoCoreError) as exc:
+                failures += 1
+                pause = random.uniform(0, min(self.max_backoff_s, 0.5 * 2**failures))
+                log.warning("the queue is unreachable (%s); retrying in %.1f s", exc.__class__.__name__, pause)
+                self.stop.wait(pause)
+                continue
+            if not messages:
+                continue
+            if self.stop.is_set():
+                self._release(messages)
+                break
+            self.process(messages)
+        return self.stats
+
+    def process(self, messages: list[dict[str, Any]]) -> set[str]:
+        """Run the handler on one batch; delete what succeeded; return the failed message ids."""
+        event = {"Records": [lambda_record(m, self.queue_arn, self.region) for m in messages]}
+        response = self.handler(event, None)
+        failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
+        done = [m for m in messages if m["MessageId"] not in failed]
+        for start in range(0, len(done), 10):
+            entries = [
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])
+            ]
+            self._with_retry(lambda e=entries: self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=e))
+        self.stats.batches += 1
+        self.stats.succeeded += len(done)
+        self.stats.failed += len(failed)
+        return failed
+
+    def _release(self, messages: list[dict[str, Any]]) -> None:
+        """Stopping: hand the unprocessed messages back to the queue now rather than after the timeout."""
+        entries = [
+            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0} for i, m in enumerate(messages)
+        ]
+        self._with_retry(lambda: self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries))
+        self.stats.released += len(messages)
+
+    def _with_retry(self, call: Callable[[], Any], attempts: int = 5) -> Any:
+        for attempt in range(1, attempts + 1):
+            try:
+                return call()
+            except (ClientError, BotoCoreError):
+                if attempt == attempts:
+                    raise  # the messages stay in the queue and come back: nothing is lost
+                time.sleep(random.uniform(0, min(self.max_backoff_s, 0.5 * 2**attempt)))
+        return None

@@ -1,0 +1,148 @@
+"""`kb worker`, `kb aws ...` and `kb up`: the queue-fed ingestion path, locally and on AWS."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from ingest.aws.bootstrap import Stack, bootstrap
+from ingest.aws.clients import client, queue_arn, queue_url
+from ingest.pipeline import IngestResult
+from kb_server.settings import Settings
+
+aws_app = typer.Typer(no_args_is_help=True, help="The corpus bucket and the ingest queues.")
+
+
+def _settings() -> Settings:
+    from kb_server.cli import settings_or_exit
+
+    return settings_or_exit()
+
+
+def _queues(settings: Settings) -> tuple[Any, str, str, str, str]:
+    sqs = client("sqs", settings.aws)
+    url, dlq = queue_url(sqs, settings.aws.ingest_queue), queue_url(sqs, settings.aws.dead_letter_queue)
+    return sqs, url, queue_arn(sqs, url), dlq, queue_arn(sqs, dlq)
+
+
+def build_worker(settings: Settings, on_result: Callable[[IngestResult], None] | None = None):  # type: ignore[no-untyped-def]
+    from ingest.embedders import make_embedder
+    from ingest.pipeline import Ingestor
+    from ingest.worker.handler import RecordProcessor, make_handler
+    from ingest.worker.poller import SqsWorker
+    from kb_server.db.targets import resolve_database
+
+    targets = resolve_database(settings.database)
+    ingestor = Ingestor(targets.ingest, make_embedder(settings.embedding), max_bytes=settings.aws.max_file_bytes)
+    processor = RecordProcessor(
+        ingestor, client("s3", settings.aws), max_bytes=settings.aws.max_file_bytes, on_result=on_result
+    )
+    sqs, url, arn, _, _ = _queues(settings)
+    return SqsWorker(
+        sqs,
+        url,
+        arn,
+        make_handler(processor),
+        region=settings.aws.region,
+        batch_size=settings.aws.batch_size,
+        wait_time_s=settings.aws.wait_time_s,
+    )
+
+
+def worker_command(console: Console) -> None:
+    """Long-poll the ingest queue and ingest what arrives, until SIGTERM or Ctrl-C."""
+    settings = _settings()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    worker = build_worker(settings)
+
+    def stop(signum: int, _: Any) -> None:
+        logging.getLogger("kosha.worker").info("signal %d: finishing the current batch, then stopping", signum)
+        worker.stop.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    logging.getLogger("kosha.worker").info("polling %s (batch %d)", worker.queue_url, worker.batch_size)
+    stats = worker.run()
+    console.print(
+        f"stopped: {stats.batches} batches, {stats.succeeded} messages done, {stats.failed} failed, "
+        f"{stats.released} handed back",
+        highlight=False,
+    )
+
+
+@aws_app.command("bootstrap")
+def bootstrap_command() -> None:
+    """Create the bucket, ingest-queue, ingest-dlq, the notification and the DLQ alarm (safe to rerun)."""
+    settings = _settings()
+    stack = bootstrap(settings.aws)
+    print_stack(Console(), stack)
+
+
+def print_stack(console: Console, stack: Stack) -> None:
+    console.print(
+        f"bucket {stack.bucket} → {stack.queue_arn} (redrive to {stack.dlq_arn} after "
+        f"3 receives); alarm {stack.alarm_name} → {stack.topic_arn}",
+        highlight=False,
+    )
+
+
+@aws_app.command("upload")
+def upload_command(
+    folder: Path = typer.Argument(Path("corpus"), exists=True, file_okay=False),
+    delete: bool = typer.Option(False, help="Also delete objects whose file is gone (withdraws them)."),
+) -> None:
+    """Upload the documents of a folder to the corpus bucket: only the files that changed."""
+    from ingest.aws.upload import upload_folder
+
+    settings = _settings()
+    report = upload_folder(client("s3", settings.aws), settings.aws.corpus_bucket, folder, delete=delete)
+    Console().print(
+        f"{len(report.uploaded)} uploaded, {len(report.unchanged)} unchanged, "
+        f"{len(report.deleted)} deleted to s3://{settings.aws.corpus_bucket}",
+        highlight=False,
+    )
+
+
+@aws_app.command("redrive")
+def redrive_command() -> None:
+    """Move the dead-letter queue's messages back to the ingest queue, and report progress."""
+    from ingest.aws.redrive import redrive
+
+    settings = _settings()
+    sqs, url, arn, dlq, dlq_arn = _queues(settings)
+    console = Console()
+    report = redrive(
+        sqs,
+        dlq_url=dlq,
+        dlq_arn=dlq_arn,
+        queue_url=url,
+        queue_arn=arn,
+        local=settings.aws.endpoint_url is not None,
+        say=lambda m: console.print(m, highlight=False),
+    )
+    if report.status != "COMPLETED":
+        raise typer.Exit(1)
+
+
+@aws_app.command("local")
+def local_command(port: int = typer.Option(4566, help="Port on 127.0.0.1.")) -> None:
+    """Run the local AWS (moto) in the foreground, for a worker or an upload in another terminal."""
+    from ingest.aws.local_stack import LocalAws
+
+    stack = LocalAws(port).start()
+    Console().print(
+        f"local AWS at {stack.endpoint_url}: export AWS_ENDPOINT_URL={stack.endpoint_url} "
+        "AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local",
+        highlight=False,
+    )
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        stack.stop()

@@ -1,0 +1,138 @@
+"""`kb up` (what `make run` runs): the whole product on one machine.
+
+Embedded PostgreSQL → migrations → local AWS (moto, unless AWS_ENDPOINT_URL points at one) → bucket,
+queues, notification, alarm → upload corpus/ (changed files only) → the worker ingests through the queue,
+with progress → the MCP server over HTTP, with a bearer token per role. The worker keeps running, so
+a file uploaded later is ingested too. A second run reuses the database: nothing is embedded again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from ingest.pipeline import IngestResult
+from kb_server.roles import Role
+from kb_server.settings import Settings
+
+
+def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = True, timeout_s: float = 1800) -> int:
+    from ingest.aws.bootstrap import bootstrap
+    from ingest.aws.clients import client
+    from ingest.aws.local_stack import LocalAws
+    from ingest.aws.upload import upload_folder
+    from ingest.embedders import embedding_space_for
+    from kb_server.aws_cli import build_worker, print_stack
+    from kb_server.db.migrations import migrate
+    from kb_server.db.targets import resolve_database
+    from kb_server.ingest_report import print_summary, progress_bar
+
+    console.rule("[bold]kosha-kb")
+    targets = resolve_database(settings.database)
+    migrate(targets.owner, embedding_space_for(settings.embedding))
+    console.print(f"[green]✓[/] database: {targets.description}", highlight=False)
+
+    local = None
+    if settings.aws.endpoint_url is None:
+        local = LocalAws().start()
+        settings.aws.endpoint_url = local.endpoint_url
+        os.environ["AWS_ENDPOINT_URL"] = local.endpoint_url
+        console.print(f"[green]✓[/] local AWS (moto) at {local.endpoint_url}", highlight=False)
+    stack = bootstrap(settings.aws)
+    console.print("[green]✓[/] ", end="")
+    print_stack(console, stack)
+
+    report = upload_folder(client("s3", settings.aws), stack.bucket, corpus)
+    console.print(
+        f"[green]✓[/] uploaded {len(report.uploaded)} files to s3://{stack.bucket} ({len(report.unchanged)} unchanged)",
+        highlight=False,
+    )
+
+    expected = {f"s3://{stack.bucket}/{key}" for key in report.uploaded}
+    results: dict[str, IngestResult] = {}
+    lock = threading.Lock()
+    started = time.perf_counter()
+    with progress_bar(console, len(expected)) as advance:
+
+        def record(result: IngestResult) -> None:
+            with lock:
+                if result.source_uri in expected and result.source_uri not in results:
+                    advance(result)
+                results[result.source_uri] = result
+
+        worker = build_worker(settings, on_result=record)
+        thread = threading.Thread(target=worker.run, name="ingest-worker", daemon=True)
+        thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not expected <= set(results) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    print_summary(console, [results[u] for u in sorted(expected) if u in results], [], time.perf_counter() - started)
+    missing = expected - set(results)
+    if missing:
+        console.print(f"[red]{len(missing)} files were not processed within {timeout_s:.0f} s[/]")
+    if not serve:
+        worker.stop.set()
+        thread.join(timeout=60)
+        if local:
+            local.stop()
+        return 1 if missing or any(r.outcome == "failed" for r in results.values()) else 0
+    try:
+        _serve(console, settings)
+    finally:
+        worker.stop.set()
+        if local:
+            local.stop()
+    return 0
+
+
+def _serve(console: Console, settings: Settings) -> None:
+    import uvicorn
+
+    from kb_server.db.targets import resolve_database
+    from kb_server.http import TokenStore, add_token, build_http_app
+    from kb_server.server import build_server
+
+    tokens_file = settings.server.tokens_file or settings.database.state_dir / "tokens.json"
+    settings.server.tokens_file = tokens_file
+    # Local demo tokens, one per role, made anew on each run (only their hashes are kept).
+    tokens = {role: add_token(tokens_file, f"local-{role.value}", role) for role in Role}
+    url = f"http://{settings.server.http_host}:{settings.server.http_port}/mcp"
+    console.rule("[bold]serving MCP")
+    console.print(
+        f"Streamable HTTP: [bold]{url}[/]  (bearer tokens below, valid until the next `make run`)", highlight=False
+    )
+    for role, token in tokens.items():
+        console.print(f"  {role.value:<19} {token}", highlight=False)
+    inspector = (
+        f"npx @modelcontextprotocol/inspector --cli {url} --transport http "
+        f"--header 'Authorization: Bearer {tokens[Role.ANALYST]}' --method tools/call "
+        "--tool-name search_knowledge_base --tool-arg 'query=wire transfer cut-off'"
+    )
+    console.print(f"\nTry it from the MCP Inspector's CLI:\n  {inspector}", highlight=False, soft_wrap=True)
+    kb = Path(sys.executable).parent / "kb"
+    desktop = {
+        "mcpServers": {
+            "kosha-kb": {
+                "command": str(kb),
+                "args": ["serve", "--transport", "stdio"],
+                "env": {"KB_ROLE": "analyst", "KB_STATE_DIR": str(settings.database.state_dir)},
+            }
+        }
+    }
+    console.print(
+        "\nClaude Desktop (stdio), in claude_desktop_config.json:\n" + json.dumps(desktop, indent=2),
+        highlight=False,
+        soft_wrap=True,
+    )
+    console.print("\nCtrl-C stops the server, the worker and the local AWS.", highlight=False)
+    targets = resolve_database(settings.database)
+    app = build_http_app(build_server(settings, targets.server), settings.server, TokenStore.load(tokens_file))
+    uvicorn.run(
+        app, host=settings.server.http_host, port=settings.server.http_port, log_level="warning", access_log=False
+    )

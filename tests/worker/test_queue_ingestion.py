@@ -1,0 +1,232 @@
+"""S3 → SQS → worker → PostgreSQL, against moto's server (the real AWS wire protocol) and a real database."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import psycopg
+import pytest
+from tests.conftest import REPO
+from tests.support.documents import markdown_document, write
+from tests.worker.conftest import worker_for
+
+from ingest.aws.redrive import redrive
+from ingest.aws.upload import upload_folder
+from ingest.worker.handler import RecordProcessor, make_handler
+
+HERE = REPO / "tests" / "worker"
+
+
+def documents(database) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    with psycopg.connect(database.ingest) as conn:
+        return dict(conn.execute("SELECT doc_code, source_uri FROM kb.documents").fetchall())
+
+
+def run_until(worker, condition, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    worker.run(until=lambda: condition() or time.monotonic() > deadline)
+    assert condition(), "timed out"
+
+
+def receive(queue, count: int, timeout: float = 20) -> list[dict]:  # type: ignore[no-untyped-def,type-arg]
+    messages: list[dict] = []  # type: ignore[type-arg]
+    deadline = time.monotonic() + timeout
+    while len(messages) < count and time.monotonic() < deadline:
+        messages += queue.sqs.receive_message(
+            QueueUrl=queue.stack.queue_url,
+            MaxNumberOfMessages=count - len(messages),
+            WaitTimeSeconds=1,
+            AttributeNames=["All"],
+        ).get("Messages", [])
+    return messages
+
+
+def test_the_handler_reports_exactly_the_failed_record_of_a_json_event(ingestor):
+    event = json.loads((HERE / "events" / "sqs_batch_test_event_and_garbage.json").read_text())
+    handler = make_handler(RecordProcessor(ingestor, s3=None, max_bytes=1_000_000))
+    assert handler(event, None) == {"batchItemFailures": [{"itemIdentifier": "2e1424d4-f796-459a-8184-9c92662be6da"}]}
+
+
+def test_an_uploaded_document_is_ingested_through_the_queue_and_becomes_searchable(queue, ingestor, database, tmp_path):
+    write(tmp_path / "compliance" / "CMP-SOP-901.md", markdown_document("CMP-SOP-901"))
+    write(tmp_path / "legal" / "LEG-POL-902.md", markdown_document("LEG-POL-902", classification="public"))
+    report = upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
+    assert sorted(report.uploaded) == ["compliance/CMP-SOP-901.md", "legal/LEG-POL-902.md"]
+    run_until(worker_for(queue, ingestor), lambda: len(documents(database)) == 2)
+    stored = documents(database)
+    assert stored["CMP-SOP-901"] == f"s3://{queue.settings.corpus_bucket}/compliance/CMP-SOP-901.md"
+    with psycopg.connect(database.server, autocommit=True) as conn, conn.transaction():
+        conn.execute("SET LOCAL ROLE demo_readonly")
+        found = conn.execute(
+            "SELECT count(*) FROM kb.searchable_chunks "
+            "WHERE tsv @@ websearch_to_tsquery('english', 'reconciliation breaks')"
+        ).fetchone()
+    assert found[0] == 1  # the public one
+
+
+def test_only_changed_files_are_uploaded_again(queue, tmp_path):
+    write(tmp_path / "a" / "CMP-SOP-901.md", markdown_document("CMP-SOP-901"))
+    write(tmp_path / "a" / "CMP-SOP-902.md", markdown_document("CMP-SOP-902"))
+    write(tmp_path / "MANIFEST.csv", "not a document")
+    first = upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
+    write(tmp_path / "a" / "CMP-SOP-902.md", markdown_document("CMP-SOP-902", title="Changed Title"))
+    second = upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
+    assert (len(first.uploaded), first.skipped) == (2, ["MANIFEST.csv"])
+    assert (second.uploaded, second.unchanged) == (["a/CMP-SOP-902.md"], ["a/CMP-SOP-901.md"])
+
+
+def test_a_poison_file_in_a_batch_of_five_fails_alone_reaches_the_dlq_and_ingests_after_a_redrive(
+    queue, ingestor, database, tmp_path
+):
+    for n in range(4):
+        write(tmp_path / f"CMP-SOP-90{n}.md", markdown_document(f"CMP-SOP-90{n}"))
+    poison = markdown_document("CMP-SOP-999", sections={"1. Appendix": "x " * 3000})  # over the worker's limit
+    write(tmp_path / "CMP-SOP-999.md", poison)
+    upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
+    messages = receive(queue, 5)
+    assert len(messages) == 5
+    worker = worker_for(queue, ingestor, max_bytes=5_000)
+    failed = worker.process(messages)
+    poison_id = next(m["MessageId"] for m in messages if "CMP-SOP-999" in m["Body"])
+    assert failed == {poison_id}
+    assert sorted(documents(database)) == [f"CMP-SOP-90{n}" for n in range(4)]
+
+    # Received twice more and still failing, it moves to the DLQ on the next receive (maxReceiveCount 3).
+    deadline = time.monotonic() + 60
+    dlq = queue.stack.dlq_url
+    while time.monotonic() < deadline:
+        for message in receive(queue, 1, timeout=3):
+            worker.process([message])
+        depth = queue.sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["ApproximateNumberOfMessages"])
+        if int(depth["Attributes"]["ApproximateNumberOfMessages"]) == 1:
+            break
+    else:
+        pytest.fail("the poison message never reached the DLQ")
+    in_dlq = queue.sqs.receive_message(QueueUrl=dlq, AttributeNames=["All"], VisibilityTimeout=0)["Messages"][0]
+    assert int(in_dlq["Attributes"]["ApproximateReceiveCount"]) >= 3 and "CMP-SOP-999" in in_dlq["Body"]
+
+    # The cause is fixed (the size limit is raised); the redrive brings the message back and it ingests.
+    said: list[str] = []
+    report = redrive(
+        queue.sqs,
+        dlq_url=dlq,
+        dlq_arn=queue.stack.dlq_arn,
+        queue_url=queue.stack.queue_url,
+        queue_arn=queue.stack.queue_arn,
+        local=True,
+        say=said.append,
+    )
+    assert (report.moved, report.status) == (1, "COMPLETED")
+    assert "does not implement StartMessageMoveTask" in said[0]
+    run_until(worker_for(queue, ingestor, max_bytes=1_000_000), lambda: "CMP-SOP-999" in documents(database))
+
+
+def test_a_message_delivered_twice_creates_no_duplicate_and_no_second_embedding_call(
+    queue, ingestor, database, counting_embedder, tmp_path
+):
+    write(tmp_path / "CMP-SOP-901.md", markdown_document("CMP-SOP-901"))
+    upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
+    (message,) = receive(queue, 1)
+    worker = worker_for(queue, ingestor)
+    assert worker.process([message]) == set()
+    calls = counting_embedder.calls
+    assert worker.process([message]) == set()  # at-least-once delivery: the same message again
+    assert counting_embedder.calls == calls
+    with psycopg.connect(database.ingest) as conn:
+        assert conn.execute("SELECT count(*) FROM kb.documents").fetchone()[0] == 1
+        assert conn.execute("SELECT count(*) FROM kb.chunks").fetchone()[0] == 2
+
+
+def test_deleting_an_object_withdraws_its_document(queue, ingestor, database, tmp_path):
+    write(tmp_path / "CMP-SOP-901.md", markdown_document("CMP-SOP-901"))
+    write(tmp_path / "CMP-SOP-902.md", markdown_document("CMP-SOP-902"))
+    upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
+    worker = worker_for(queue, ingestor)
+    run_until(worker, lambda: len(documents(database)) == 2)
+    (tmp_path / "CMP-SOP-902.md").unlink()
+    report = upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path, delete=True)
+    assert report.deleted == ["CMP-SOP-902.md"]
+    run_until(worker, lambda: list(documents(database)) == ["CMP-SOP-901"])
+    with psycopg.connect(database.ingest) as conn:
+        orphans = conn.execute(
+            "SELECT count(*) FROM kb.chunks c WHERE NOT EXISTS (SELECT 1 FROM kb.documents d WHERE d.doc_id = c.doc_id)"
+        ).fetchone()[0]
+        log = conn.execute("SELECT outcome, doc_code FROM kb.ingest_log WHERE outcome = 'withdrawn'").fetchall()
+    assert orphans == 0 and log == [("withdrawn", "CMP-SOP-902")]
+
+
+def test_the_dlq_alarm_watches_visible_messages(queue):
+    from ingest.aws.clients import client
+
+    (alarm,) = client("cloudwatch", queue.settings).describe_alarms(AlarmNames=[queue.stack.alarm_name])["MetricAlarms"]
+    assert (alarm["MetricName"], alarm["Namespace"], alarm["Threshold"], alarm["ComparisonOperator"]) == (
+        "ApproximateNumberOfMessagesVisible",
+        "AWS/SQS",
+        0.0,
+        "GreaterThanThreshold",
+    )
+    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": queue.settings.dead_letter_queue}]
+    assert alarm["AlarmActions"] == [queue.stack.topic_arn]
+    attributes = queue.sqs.get_queue_attributes(QueueUrl=queue.stack.queue_url, AttributeNames=["All"])["Attributes"]
+    assert json.loads(attributes["RedrivePolicy"]) == {"deadLetterTargetArn": queue.stack.dlq_arn, "maxReceiveCount": 3}
+
+
+def test_on_aws_the_redrive_uses_a_message_move_task_and_reports_its_progress():
+    """moto does not implement StartMessageMoveTask, so this path is checked against botocore's Stubber:
+    the calls and their arguments are the real API's, the answers are scripted."""
+    import boto3
+    from botocore.stub import Stubber
+
+    sqs = boto3.client("sqs", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    dlq, queue = "arn:aws:sqs:us-east-1:1:ingest-dlq", "arn:aws:sqs:us-east-1:1:ingest-queue"
+    with Stubber(sqs) as stub:
+        stub.add_response(
+            "start_message_move_task", {"TaskHandle": "task-1"}, {"SourceArn": dlq, "DestinationArn": queue}
+        )
+        for status, moved in (("RUNNING", 1), ("COMPLETED", 3)):
+            stub.add_response(
+                "list_message_move_tasks",
+                {
+                    "Results": [
+                        {
+                            "Status": status,
+                            "ApproximateNumberOfMessagesMoved": moved,
+                            "ApproximateNumberOfMessagesToMove": 3,
+                            "SourceArn": dlq,
+                            "DestinationArn": queue,
+                        }
+                    ]
+                },
+                {"SourceArn": dlq, "MaxResults": 1},
+            )
+        said: list[str] = []
+        report = redrive(
+            sqs, dlq_url="u", dlq_arn=dlq, queue_url="q", queue_arn=queue, local=False, say=said.append, poll_s=0
+        )
+        stub.assert_no_pending_responses()
+    assert (report.method, report.moved, report.status) == ("message-move-task", 3, "COMPLETED")
+    assert said[-1] == "redrive completed: 3 of 3 messages moved"
+
+
+def test_the_worker_backs_off_while_the_queue_is_unreachable_and_resumes(queue, ingestor, database, tmp_path):
+    from ingest.aws.clients import client
+    from kb_server.settings import AwsSettings
+
+    down = AwsSettings(AWS_ENDPOINT_URL="http://127.0.0.1:9", KB_WORKER_WAIT_TIME_S=1)
+    worker = worker_for(queue, ingestor)
+    worker.sqs = client("sqs", down)  # the endpoint is down
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    time.sleep(2)
+    write(tmp_path / "CMP-SOP-901.md", markdown_document("CMP-SOP-901"))
+    upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
+    assert documents(database) == {}
+    worker.sqs = queue.sqs  # the endpoint is back
+    deadline = time.monotonic() + 60
+    while not documents(database) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    worker.stop.set()
+    thread.join(timeout=30)
+    assert list(documents(database)) == ["CMP-SOP-901"]

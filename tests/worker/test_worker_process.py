@@ -1,0 +1,76 @@
+"""`kb worker` as its own process: killed mid-batch or stopped with SIGTERM, it loses no message."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+from psycopg import conninfo as pg_conninfo
+from tests.support.documents import markdown_document, write
+from tests.worker.conftest import worker_for
+from tests.worker.test_queue_ingestion import documents, run_until
+
+from ingest.aws.upload import upload_folder
+
+COUNT = 12
+
+
+def start_worker(queue, database, log: Path) -> subprocess.Popen:  # type: ignore[no-untyped-def,type-arg]
+    params = pg_conninfo.conninfo_to_dict(database.owner)
+    env = {
+        **os.environ,
+        **queue.env(),
+        "DATABASE_URL": f"postgresql://{params['user']}@/{params['dbname']}?host={params['host']}",
+    }
+    with log.open("w") as out:
+        return subprocess.Popen(
+            [str(Path(sys.executable).parent / "kb"), "worker"], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+
+
+def wait_for(log: Path, text: str, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in log.read_text():
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+
+
+def upload_many(queue, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    sections = {f"{n}. Rule {n}": f"Rule {n}: breaks above ${n},000 are escalated." for n in range(1, 9)}
+    for n in range(COUNT):
+        write(tmp_path / f"CMP-SOP-{900 + n}.md", markdown_document(f"CMP-SOP-{900 + n}", sections=sections))
+    upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
+
+
+def test_a_worker_killed_mid_batch_loses_nothing(queue, database, ingestor, tmp_path):
+    upload_many(queue, tmp_path / "docs")
+    log = tmp_path / "worker.log"
+    process = start_worker(queue, database, log)
+    wait_for(log, "ingested s3://")
+    process.send_signal(signal.SIGKILL)  # no chance to finish or hand anything back
+    process.wait(timeout=30)
+    assert 0 < len(documents(database)) < COUNT
+    run_until(worker_for(queue, ingestor), lambda: len(documents(database)) == COUNT, timeout=180)
+    with psycopg.connect(database.ingest) as conn:
+        assert conn.execute("SELECT count(*) FROM kb.chunks").fetchone()[0] == COUNT * 8  # nothing doubled
+
+
+def test_sigterm_finishes_the_batch_in_hand_then_stops(queue, database, ingestor, tmp_path):
+    upload_many(queue, tmp_path / "docs")
+    log = tmp_path / "worker.log"
+    process = start_worker(queue, database, log)
+    wait_for(log, "ingested s3://")
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=120) == 0
+    text = log.read_text()
+    assert "finishing the current batch" in text
+    reported = re.search(r"stopped: \d+ batches, (\d+) messages done, 0 failed", text)
+    assert reported, text
+    assert int(reported.group(1)) == len(documents(database))  # what it took, it finished
+    run_until(worker_for(queue, ingestor), lambda: len(documents(database)) == COUNT, timeout=180)
