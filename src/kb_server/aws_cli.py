@@ -32,7 +32,7 @@ def _queues(settings: Settings) -> tuple[Any, str, str, str, str]:
     return sqs, url, queue_arn(sqs, url), dlq, queue_arn(sqs, dlq)
 
 
-def build_worker(settings: Settings, on_result: Callable[[IngestResult], None] | None = None):  # type: ignore[no-untyped-def]
+def build_worker(settings: Settings, on_result: Callable[[IngestResult], None] | None = None) -> Any:
     from ingest.embedders import make_embedder
     from ingest.pipeline import Ingestor
     from ingest.worker.handler import RecordProcessor, make_handler
@@ -69,7 +69,8 @@ def worker_command(console: Console) -> None:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     logging.getLogger("kosha.worker").info("polling %s (batch %d)", worker.queue_url, worker.batch_size)
-    stats = worker.run()
+    settings.database.state_dir.mkdir(parents=True, exist_ok=True)
+    stats = worker.run(heartbeat=settings.database.state_dir / "worker.heartbeat")
     console.print(
         f"stopped: {stats.batches} batches, {stats.succeeded} messages done, {stats.failed} failed, "
         f"{stats.released} handed back",

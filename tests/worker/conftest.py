@@ -34,6 +34,8 @@ class Queue:
     def env(self) -> dict[str, str]:
         return {
             "AWS_ENDPOINT_URL": self.settings.endpoint_url or "",
+            "AWS_REGION": self.settings.region,
+            "AWS_DEFAULT_REGION": self.settings.region,
             "AWS_ACCESS_KEY_ID": "local",
             "AWS_SECRET_ACCESS_KEY": "local",
             "KB_CORPUS_BUCKET": self.settings.corpus_bucket,

@@ -26,6 +26,7 @@ def start_worker(queue, database, log: Path) -> subprocess.Popen:  # type: ignor
     env = {
         **os.environ,
         **queue.env(),
+        "KB_STATE_DIR": str(log.parent / "state"),
         "DATABASE_URL": f"postgresql://{params['user']}@/{params['dbname']}?host={params['host']}",
     }
     with log.open("w") as out:
@@ -73,4 +74,5 @@ def test_sigterm_finishes_the_batch_in_hand_then_stops(queue, database, ingestor
     reported = re.search(r"stopped: \d+ batches, (\d+) messages done, 0 failed", text)
     assert reported, text
     assert int(reported.group(1)) == len(documents(database))  # what it took, it finished
+    assert (tmp_path / "state" / "worker.heartbeat").exists()  # what the compose health check reads
     run_until(worker_for(queue, ingestor), lambda: len(documents(database)) == COUNT, timeout=180)

@@ -76,6 +76,6 @@ def make_handler(processor: RecordProcessor) -> Callable[[dict[str, Any], Any], 
     batch = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
     def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-        return process_partial_response(event=event, record_handler=processor, processor=batch, context=context)
+        return dict(process_partial_response(event=event, record_handler=processor, processor=batch, context=context))
 
     return handler

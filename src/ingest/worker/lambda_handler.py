@@ -1,25 +1,46 @@
 """The AWS Lambda entry point (infra/template.yaml: ingest.worker.lambda_handler.handler).
 
-The database connection and the embedder are created once per Lambda container, on the first batch.
+Secrets are read at cold start from AWS Secrets Manager with powertools' parameters utility (never put in
+the function's configuration): the secret named by KB_INGEST_DATABASE_URL_SECRET_ARN holds the kb_ingest
+login's URL, the one named by KB_OPENAI_API_KEY_SECRET_ARN the OpenAI key. The database connection and the
+embedder are then created once per Lambda container, on the first batch.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from ingest.aws.clients import client
-from ingest.embedders import make_embedder
-from ingest.pipeline import Ingestor
 from ingest.worker.handler import RecordProcessor, make_handler
-from kb_server.db.targets import resolve_database
-from kb_server.settings import load_settings
 
 _handler = None
+SECRETS = {
+    "KB_INGEST_DATABASE_URL_SECRET_ARN": ("DATABASE_URL", "KB_INGEST_DATABASE_URL"),
+    "KB_OPENAI_API_KEY_SECRET_ARN": ("OPENAI_API_KEY",),
+}
+
+
+def load_secrets() -> None:
+    from aws_lambda_powertools.utilities import parameters
+
+    for arn_variable, targets in SECRETS.items():
+        arn = os.environ.get(arn_variable)
+        if arn:
+            value = str(parameters.get_secret(arn, max_age=3600)).strip()
+            for target in targets:
+                os.environ[target] = value
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     global _handler
     if _handler is None:
+        from ingest.aws.clients import client
+        from ingest.embedders import make_embedder
+        from ingest.pipeline import Ingestor
+        from kb_server.db.targets import resolve_database
+        from kb_server.settings import load_settings
+
+        load_secrets()
         settings = load_settings()
         targets = resolve_database(settings.database)
         ingestor = Ingestor(targets.ingest, make_embedder(settings.embedding), max_bytes=settings.aws.max_file_bytes)

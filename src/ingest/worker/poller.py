@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -72,10 +73,13 @@ class SqsWorker:
         self.stop = threading.Event()
         self.stats = WorkerStats()
 
-    def run(self, *, until: Callable[[], bool] | None = None) -> WorkerStats:
-        """Poll until stopped (or until `until()` says so, checked between batches)."""
+    def run(self, *, until: Callable[[], bool] | None = None, heartbeat: Path | None = None) -> WorkerStats:
+        """Poll until stopped (or until `until()` says so, checked between batches). `heartbeat` is touched
+        after every poll, so a health check can tell a live worker from a stuck one."""
         failures = 0
         while not self.stop.is_set() and not (until and until()):
+            if heartbeat is not None:
+                heartbeat.touch()
             try:
                 messages = self.sqs.receive_message(
                     QueueUrl=self.queue_url,
@@ -109,11 +113,14 @@ class SqsWorker:
             entries = [
                 {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])
             ]
-            self._with_retry(lambda e=entries: self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=e))
+            self._with_retry(self._deleter(entries))
         self.stats.batches += 1
         self.stats.succeeded += len(done)
         self.stats.failed += len(failed)
         return failed
+
+    def _deleter(self, entries: list[dict[str, Any]]) -> Callable[[], Any]:
+        return lambda: self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
 
     def _release(self, messages: list[dict[str, Any]]) -> None:
         """Stopping: hand the unprocessed messages back to the queue now rather than after the timeout."""

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 from psycopg import conninfo as pg_conninfo
 from psycopg import sql
 from pydantic import SecretStr
 
-from kb_server.db.embedded import EmbeddedPostgres
 from kb_server.settings import DatabaseSettings
 
 SERVER_LOGIN = "kb_server"
@@ -28,13 +28,15 @@ class DatabaseTargets:
     server: str
     ingest: str
     description: str
-    embedded: EmbeddedPostgres | None = None
+    embedded: Any = None  # the EmbeddedPostgres holding the server, when there is one
 
 
 def resolve_database(settings: DatabaseSettings, *, keep_running: bool = False) -> DatabaseTargets:
     """Return the conninfo of each login; start the embedded server first when DATABASE_URL is unset."""
     connect_args = {"connect_timeout": str(max(1, round(settings.connect_timeout_s)))}
     if settings.url is None:
+        from kb_server.db.embedded import EmbeddedPostgres  # only then: the bundled server is ~70 MB
+
         embedded = EmbeddedPostgres(settings.state_dir)
         superuser = embedded.start(keep_running=keep_running)
         _create_database_if_missing(superuser, settings.embedded_database)
