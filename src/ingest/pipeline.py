@@ -56,8 +56,9 @@ class IngestResult:
 class Ingestor:
     """Ingests files as the writer, over one connection; check the embedding space once, up front."""
 
-    def __init__(self, conninfo: str, embedder: Embedder, *, max_bytes: int) -> None:
+    def __init__(self, conninfo: str, embedder: Embedder, *, max_bytes: int, contextual_prefix: bool = True) -> None:
         self.conninfo = conninfo
+        self.contextual_prefix = contextual_prefix  # off only for the evals' ablation
         self.conn = self._connect()
         self.embedder = embedder
         self.max_bytes = max_bytes
@@ -111,7 +112,7 @@ class Ingestor:
             prepared = [
                 PreparedChunk(
                     chunk,
-                    text := chunk.embedding_text(header.title),
+                    text := chunk.embedding_text(header.title) if self.contextual_prefix else chunk.content,
                     embedding_sha256(self.embedder.space.model, text),
                     tuple(scan_for_injection(f"{chunk.section_path}\n{chunk.content}")),
                 )

@@ -37,10 +37,15 @@ vector_hits AS (
     SELECT NULL::bigint AS chunk_id, NULL::kb.classification AS classification, NULL::bigint AS rank
     WHERE false
 )"""
+_NO_TEXT_LEG = """
+text_hits AS (
+    SELECT NULL::bigint AS chunk_id, NULL::kb.classification AS classification, NULL::bigint AS rank
+    WHERE false
+)"""
 _TEXT_LEG = """
 text_hits AS (
     SELECT chunk_id, classification, row_number() OVER (ORDER BY text_rank DESC, chunk_id) AS rank
-    FROM (SELECT c.chunk_id, c.classification, ts_rank_cd(c.tsv, q.tsq) AS text_rank
+    FROM (SELECT c.chunk_id, c.classification, {rank}(c.tsv, q.tsq) AS text_rank
           FROM kb.searchable_chunks c, query q
           WHERE c.tsv @@ q.tsq AND c.is_effective
             AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
@@ -70,8 +75,14 @@ ORDER BY t.score DESC, t.chunk_id
 """
 
 
-# How the query text becomes a tsquery. websearch_to_tsquery joins words with AND, so a question in
-# plain language often matches no chunk; the OR form (each stemmed word, joined with |) is the ablation.
+# How the query text becomes a tsquery. websearch_to_tsquery joins the words with AND, so a question in
+# plain language often matches no chunk at all (golden set: full-text recall@5 0.10); the OR form (each
+# stemmed word of the question, stop words dropped, joined with |) finds the chunks that share its words.
+# Ranked by ts_rank (how often the words occur) rather than ts_rank_cd (how close together they are),
+# since the words of an OR query need not be near each other. evals/report.md has the measurements.
+TEXT_QUERY = "or"
+TEXT_RANK = "ts_rank"
+TEXT_RANKS = ("ts_rank", "ts_rank_cd")
 TEXT_QUERIES = {
     "websearch": "websearch_to_tsquery('english', %(text)s)",
     "or": (
@@ -81,9 +92,15 @@ TEXT_QUERIES = {
 }
 
 
-def hybrid_sql(*, with_vector: bool, text_query: str = "websearch") -> str:
+def hybrid_sql(
+    *, with_vector: bool, with_text: bool = True, text_query: str = TEXT_QUERY, text_rank: str = TEXT_RANK
+) -> str:
+    """The statement; a leg turned off is an empty set (degraded mode, and the evals' ablations)."""
+    if text_rank not in TEXT_RANKS:
+        raise ValueError(f"text_rank must be one of {TEXT_RANKS}")
     query = f"query AS (SELECT {TEXT_QUERIES[text_query]} AS tsq)"
-    legs = [query, _VECTOR_LEG if with_vector else _NO_VECTOR_LEG, _TEXT_LEG]
+    text_leg = _TEXT_LEG.replace("{rank}", text_rank) if with_text else _NO_TEXT_LEG
+    legs = [query, _VECTOR_LEG if with_vector else _NO_VECTOR_LEG, text_leg]
     return "WITH " + ",".join(legs) + "," + _FUSE_AND_FETCH
 
 
@@ -118,7 +135,9 @@ async def hybrid_search(
     limit: int,
     ef_search: int = 80,
     candidates: int = CANDIDATES,
-    text_query: str = "websearch",
+    text_query: str = TEXT_QUERY,
+    text_rank: str = TEXT_RANK,
+    with_text: bool = True,
 ) -> list[Hit]:
     """Run the hybrid query as `role` in one round trip; `vector` None runs the full-text leg alone."""
     params = {
@@ -130,5 +149,8 @@ async def hybrid_search(
         "limit": limit,
     }
     async with reader_transaction(conn, role, ef_search=ef_search) as tx:
-        cursor = await tx.execute(hybrid_sql(with_vector=vector is not None, text_query=text_query), params)
+        statement = hybrid_sql(
+            with_vector=vector is not None, with_text=with_text, text_query=text_query, text_rank=text_rank
+        )
+        cursor = await tx.execute(statement, params)
     return [Hit(*row) for row in await cursor.fetchall()]

@@ -110,7 +110,7 @@ def _serve(console: Console, settings: Settings) -> None:
     for role, token in tokens.items():
         console.print(f"  {role.value:<19} {token}", highlight=False)
     inspector = (
-        f"npx @modelcontextprotocol/inspector --cli {url} --transport http "
+        f"npx -y @modelcontextprotocol/inspector@2.12.0 --cli {url} --transport http "
         f"--header 'Authorization: Bearer {tokens[Role.ANALYST]}' --method tools/call "
         "--tool-name search_knowledge_base --tool-arg 'query=wire transfer cut-off'"
     )

@@ -1,0 +1,112 @@
+"""Run golden questions through the query the MCP tool runs, and score them."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import psycopg
+from pgvector.psycopg import register_vector_async
+
+from evals.golden import GoldenQuestion
+from evals.metrics import Ranked, mean, ndcg_at, recall_at, reciprocal_rank
+from ingest.embedders.base import Embedder
+from kb_server.roles import Classification, Role
+from kb_server.search import TEXT_QUERY, TEXT_RANK, Hit, hybrid_search
+
+MODES = ("hybrid", "vector", "text")
+
+
+@dataclass
+class Outcome:
+    question: GoldenQuestion
+    hits: list[Hit]
+    seconds: float
+
+    @property
+    def ranked(self) -> list[Ranked]:
+        return [Ranked(h.doc_code, h.section_path) for h in self.hits]
+
+
+@dataclass
+class Scores:
+    recall_at_5: float
+    recall_at_10: float
+    mrr: float
+    ndcg_at_10: float
+    questions: int
+
+    @classmethod
+    def of(cls, outcomes: Sequence[Outcome]) -> Scores:
+        scored = [o for o in outcomes if o.question.answerable]
+        return cls(
+            recall_at_5=mean([recall_at(o.ranked, o.question.expected, 5) for o in scored]),
+            recall_at_10=mean([recall_at(o.ranked, o.question.expected, 10) for o in scored]),
+            mrr=mean([reciprocal_rank(o.ranked, o.question.expected) for o in scored]),
+            ndcg_at_10=mean([ndcg_at(o.ranked, o.question.expected, 10) for o in scored]),
+            questions=len(scored),
+        )
+
+
+@dataclass
+class Run:
+    name: str
+    outcomes: list[Outcome]
+    overall: Scores = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.overall = Scores.of(self.outcomes)
+
+    def by(self, key: str) -> dict[str, Scores]:
+        groups: dict[str, list[Outcome]] = defaultdict(list)
+        for outcome in self.outcomes:
+            groups[getattr(outcome.question, key)].append(outcome)
+        return {name: Scores.of(items) for name, items in sorted(groups.items())}
+
+
+async def run_questions(
+    conninfo: str,
+    embedder: Embedder,
+    questions: Sequence[GoldenQuestion],
+    *,
+    mode: str = "hybrid",
+    text_query: str = TEXT_QUERY,
+    text_rank: str = TEXT_RANK,
+    k: int = 10,
+    role: Role | None = None,
+    name: str | None = None,
+) -> Run:
+    """Every question as its own role (or `role` for all), the way search_knowledge_base runs it."""
+    outcomes = []
+    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
+        await register_vector_async(conn)
+        for question in questions:
+            started = time.perf_counter()
+            vector = embedder.embed_query(question.question) if mode != "text" else None
+            hits = await hybrid_search(
+                conn,
+                role or question.role,
+                text=question.question,
+                vector=vector,
+                departments=None,
+                limit=k,
+                text_query=text_query,
+                text_rank=text_rank,
+                with_text=mode != "vector",
+            )
+            outcomes.append(Outcome(question, hits, time.perf_counter() - started))
+    return Run(name or f"{mode} ({text_query}, {text_rank})", outcomes)
+
+
+def classifications(ingest_conninfo: str) -> dict[str, Classification]:
+    """doc code -> classification, read by the writer's login (which sees every row)."""
+    with psycopg.connect(ingest_conninfo) as conn:
+        rows = conn.execute("SELECT DISTINCT doc_code, classification::text FROM kb.documents").fetchall()
+    return {code: Classification(level) for code, level in rows}
+
+
+def leaks(run: Run, role: Role, levels: dict[str, Classification]) -> list[tuple[str, str]]:
+    """(question id, doc code) of every returned chunk above the role's ceiling."""
+    return [(o.question.id, h.doc_code) for o in run.outcomes for h in o.hits if not role.may_read(levels[h.doc_code])]
