@@ -119,6 +119,10 @@ def load(superuser_conninfo: str, spec: SyntheticCorpus, *, rebuild_indexes: boo
     with psycopg.connect(superuser_conninfo, autocommit=True) as conn:
         register_vector(conn)
         conn.execute("SET maintenance_work_mem = '1GB'")
+        # The migrations' own definitions, to rebuild exactly these after the load.
+        search_indexes = dict(conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'kb' AND tablename = 'chunks' "
+            "AND indexname IN ('chunks_embedding_hnsw', 'chunks_tsv_gin')").fetchall())
         conn.execute("DROP INDEX IF EXISTS kb.chunks_embedding_hnsw, kb.chunks_tsv_gin")
         started = time.perf_counter()
         with conn.cursor().copy(

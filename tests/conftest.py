@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from evals.cache import CachingEmbedder
 from psycopg import conninfo as pg_conninfo
 from psycopg import sql
 
@@ -185,7 +186,7 @@ def corpus_database(postgres_superuser, template_database, local_embedder) -> It
     create_database(postgres_superuser, name, template=template_database)
     targets = targets_for(postgres_superuser, name)
     files, skipped = document_files([REPO / "corpus"])
-    embedder = CachingEmbedder(local_embedder, Path.home() / ".cache" / "kosha-kb-tests" / "corpus-vectors.npz")
+    embedder = CachingEmbedder(local_embedder, Path.home() / ".cache" / "kosha-kb" / "corpus-vectors.npz")
     with Ingestor(targets.ingest, embedder, max_bytes=25_000_000) as ingestor:
         results = list(ingest_files(ingestor, files))
     embedder.save()
@@ -198,48 +199,3 @@ def corpus_database(postgres_superuser, template_database, local_embedder) -> It
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-class CachingEmbedder:
-    """The real local embedder with an on-disk cache of its vectors (keyed by model and text), so a
-    developer's repeated test runs do not embed the corpus again; a fresh machine (CI) computes them all."""
-
-    def __init__(self, inner, path: Path) -> None:  # type: ignore[no-untyped-def]
-        import numpy as np
-
-        self.inner, self.path = inner, path
-        self.cache: dict[str, np.ndarray] = {}
-        if path.exists():
-            with np.load(path) as stored:
-                self.cache = {key: stored[key] for key in stored.files}
-
-    @property
-    def space(self):  # type: ignore[no-untyped-def]
-        return self.inner.space
-
-    def _key(self, text: str) -> str:
-        import hashlib
-
-        return hashlib.sha256(f"{self.space.model}\n{text}".encode()).hexdigest()
-
-    def embed(self, texts):  # type: ignore[no-untyped-def]
-        import numpy as np
-
-        from ingest.embedders.base import Embeddings
-
-        missing = [t for t in texts if self._key(t) not in self.cache]
-        tokens = 0
-        if missing:
-            fresh = self.inner.embed(missing)
-            tokens = fresh.tokens
-            self.cache.update({self._key(t): v for t, v in zip(missing, fresh.vectors, strict=True)})
-        return Embeddings(np.vstack([self.cache[self._key(t)] for t in texts]), tokens, [1] * len(texts))
-
-    def embed_query(self, text):  # type: ignore[no-untyped-def]
-        return self.inner.embed_query(text)
-
-    def save(self) -> None:
-        import numpy as np
-
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(self.path, **self.cache)

@@ -42,15 +42,27 @@ text_hits AS (
     SELECT NULL::bigint AS chunk_id, NULL::kb.classification AS classification, NULL::bigint AS rank
     WHERE false
 )"""
-_TEXT_LEG = """
+# The full-text leg reads each classification partition on its own, capped at MATCH_CAP matching rows
+# per partition before ranking: ranking costs a read of every tsvector it ranks, so a query matching a
+# quarter of a million chunks would otherwise rank them all (seconds at 1M chunks). Below the cap (every
+# query on the real corpus) the ranking is exact; above it, the first MATCH_CAP matches found are ranked,
+# which only happens for terms too common to tell chunks apart, where the vector leg carries the ranking.
+PARTITIONS = ("public", "internal", "confidential", "restricted")
+MATCH_CAP = 2000
+_TEXT_MATCHES = """
+          SELECT * FROM (SELECT c.chunk_id, c.classification, c.tsv FROM kb.chunks_{partition} c, query q
+                         WHERE c.tsv @@ q.tsq AND c.is_effective
+                           AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
+                         LIMIT %(match_cap)s) {partition}_matches"""
+_PARTITION_MATCHES = "\n          UNION ALL".join(_TEXT_MATCHES.format(partition=p) for p in PARTITIONS)
+_TEXT_LEG = f"""
 text_hits AS (
     SELECT chunk_id, classification, row_number() OVER (ORDER BY text_rank DESC, chunk_id) AS rank
-    FROM (SELECT c.chunk_id, c.classification, {rank}(c.tsv, q.tsq) AS text_rank
-          FROM kb.searchable_chunks c, query q
-          WHERE c.tsv @@ q.tsq AND c.is_effective
-            AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
-          ORDER BY text_rank DESC, c.chunk_id
-          LIMIT %(candidates)s) matches
+    FROM (SELECT m.chunk_id, m.classification, {{rank}}(m.tsv, q.tsq) AS text_rank
+          FROM ({_PARTITION_MATCHES}
+          ) m, query q
+          ORDER BY text_rank DESC, m.chunk_id
+          LIMIT %(candidates)s) ranked
 )"""
 _FUSE_AND_FETCH = """
 fused AS (
@@ -80,13 +92,14 @@ ORDER BY t.score DESC, t.chunk_id
 # stemmed word of the question, stop words dropped, joined with |) finds the chunks that share its words.
 # Ranked by ts_rank (how often the words occur) rather than ts_rank_cd (how close together they are),
 # since the words of an OR query need not be near each other. evals/report.md has the measurements.
+# A query with no words left (only stop words) gives a NULL tsquery, which matches nothing.
 TEXT_QUERY = "or"
 TEXT_RANK = "ts_rank"
 TEXT_RANKS = ("ts_rank", "ts_rank_cd")
 TEXT_QUERIES = {
     "websearch": "websearch_to_tsquery('english', %(text)s)",
     "or": (
-        "(SELECT coalesce(string_agg(quote_literal(lexeme), ' | ')::tsquery, ''::tsquery) "
+        "(SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery "
         "FROM unnest(to_tsvector('english', %(text)s)) AS words(lexeme))"
     ),
 }
@@ -135,6 +148,7 @@ async def hybrid_search(
     limit: int,
     ef_search: int = 80,
     candidates: int = CANDIDATES,
+    match_cap: int = MATCH_CAP,
     text_query: str = TEXT_QUERY,
     text_rank: str = TEXT_RANK,
     with_text: bool = True,
@@ -145,6 +159,7 @@ async def hybrid_search(
         "vector": vector,
         "departments": departments,
         "candidates": candidates,
+        "match_cap": match_cap,
         "rrf_k": RRF_K,
         "limit": limit,
     }

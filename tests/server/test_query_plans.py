@@ -61,6 +61,7 @@ def params(text: str) -> dict:  # type: ignore[type-arg]
         "text": text,
         "vector": query_vectors(SPEC, 1)[0],
         "departments": None,
+        "match_cap": 2000,
         "candidates": 50,
         "rrf_k": 60,
         "limit": 8,

@@ -1,0 +1,136 @@
+"""The NPL (Vaswani) test collection: 11,429 physics and electronics abstracts, 93 queries, binary judgments.
+
+Each abstract is ingested through the product's own pipeline as a plain public document (one section),
+each query runs through the same hybrid query as the MCP tool (as demo_readonly, 1,000 results so MAP is
+comparable with the published runs), and the usual measures are computed per leg: MAP, nDCG@10, P@10 and
+R@100. The data stays in ../shared/datasets/vaswani; nothing of it is copied into the repository.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from pgvector.psycopg import register_vector_async
+
+from ingest.embedders.base import Embedder
+from ingest.pipeline import Ingestor, IngestResult
+from kb_server.roles import Role
+from kb_server.search import hybrid_search
+
+DATASET = Path(
+    os.environ.get("KB_VASWANI_DIR", Path(__file__).resolve().parents[2] / "shared" / "datasets" / "vaswani")
+)
+DEPTH = 1000
+# Published runs on this collection (../shared/datasets/README.md).
+BASELINES = {
+    "BM25 (Terrier defaults)": {"MAP": 0.2965},
+    "BM25 (rank_bm25, k1 1.2, b 0.75, Porter, stop words)": {
+        "MAP": 0.289,
+        "nDCG@10": 0.440,
+        "P@10": 0.358,
+        "R@100": 0.604,
+    },
+}
+
+
+@dataclass(frozen=True)
+class Collection:
+    documents: dict[str, str]
+    queries: dict[str, str]
+    qrels: dict[str, set[str]]
+
+
+def verify(folder: Path = DATASET) -> None:
+    for line in (folder / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split()
+        if name != "README.md" and hashlib.sha256((folder / name).read_bytes()).hexdigest() != digest:
+            raise ValueError(f"{folder / name} does not match its SHA256SUMS entry")
+
+
+def load(folder: Path = DATASET) -> Collection:
+    verify(folder)
+    text = (folder / "doc-text.trec").read_text()
+    documents = {
+        m.group(1): " ".join(m.group(2).split())
+        for m in re.finditer(r"<DOCNO>\s*(\d+)\s*</DOCNO>(.*?)</DOC>", text, re.S)
+    }
+    queries_text = (folder / "query-text.trec").read_text()
+    queries = {
+        m.group(1): " ".join(m.group(2).split())
+        for m in re.finditer(r"<num>\s*(\d+)\s*</num>\s*<title>(.*?)</title>", queries_text, re.S)
+    }
+    qrels: dict[str, set[str]] = defaultdict(set)
+    for line in (folder / "qrels").read_text().splitlines():
+        qid, _, docno, relevance = line.split()
+        if int(relevance) > 0:
+            qrels[qid].add(docno)
+    return Collection(documents, queries, dict(qrels))
+
+
+def as_markdown(docno: str, text: str) -> bytes:
+    return (
+        f'---\ndoc_code: ENG-NPL-{int(docno):06d}\ntitle: NPL abstract {docno}\nversion: "1.0"\n'
+        "status: effective\neffective_date: 1970-01-01\nowner: NPL test collection\ndepartment: engineering\n"
+        f"classification: public\nregulatory_refs: []\n---\n\n## 1. Abstract\n\n{text}\n"
+    ).encode()
+
+
+def ingest(ingestor: Ingestor, collection: Collection) -> list[IngestResult]:
+    return [
+        ingestor.ingest(as_markdown(docno, text), name=f"{docno}.md", source_uri=f"vaswani:{docno}")
+        for docno, text in collection.documents.items()
+    ]
+
+
+async def run(
+    conninfo: str, embedder: Embedder, collection: Collection, *, mode: str, text_query: str, text_rank: str
+) -> dict[str, list[str]]:
+    """qid -> ranked docnos."""
+    rankings: dict[str, list[str]] = {}
+    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
+        await register_vector_async(conn)
+        for qid, text in collection.queries.items():
+            vector = embedder.embed_query(text) if mode != "text" else None
+            hits = await hybrid_search(
+                conn,
+                Role.DEMO_READONLY,
+                text=text,
+                vector=vector,
+                departments=None,
+                limit=DEPTH,
+                candidates=DEPTH,
+                ef_search=DEPTH,
+                text_query=text_query,
+                text_rank=text_rank,
+                with_text=mode != "vector",
+            )
+            ranked = [str(int(h.doc_code.rsplit("-", 1)[1])) for h in hits]
+            rankings[qid] = list(dict.fromkeys(ranked))
+    return rankings
+
+
+def measures(rankings: dict[str, list[str]], qrels: dict[str, set[str]]) -> dict[str, float]:
+    """Means over the judged queries, as trec_eval computes them (binary relevance)."""
+    ap, ndcg, p10, r100 = [], [], [], []
+    for qid, relevant in qrels.items():
+        ranked = rankings.get(qid, [])
+        hits, precision_sum = 0, 0.0
+        for rank, docno in enumerate(ranked, start=1):
+            if docno in relevant:
+                hits += 1
+                precision_sum += hits / rank
+        ap.append(precision_sum / len(relevant))
+        dcg = sum(1 / math.log2(rank + 1) for rank, d in enumerate(ranked[:10], start=1) if d in relevant)
+        ideal = sum(1 / math.log2(rank + 1) for rank in range(1, min(len(relevant), 10) + 1))
+        ndcg.append(dcg / ideal)
+        p10.append(sum(d in relevant for d in ranked[:10]) / 10)
+        r100.append(sum(d in relevant for d in ranked[:100]) / len(relevant))
+    n = len(ap)
+    return {"MAP": sum(ap) / n, "nDCG@10": sum(ndcg) / n, "P@10": sum(p10) / n, "R@100": sum(r100) / n}
