@@ -108,7 +108,7 @@ def _rows(spec: SyntheticCorpus, doc_ids: list[tuple[int, str, str]]) -> Iterato
             )
 
 
-def load(superuser_conninfo: str, spec: SyntheticCorpus, *, rebuild_indexes: bool = True) -> dict[str, float]:
+def load(superuser_conninfo: str, spec: SyntheticCorpus) -> dict[str, float]:
     """Fill an empty, migrated database; return timings (seconds) of the load and the index builds."""
     timings: dict[str, float] = {}
     rng = np.random.default_rng(spec.seed + 1)
@@ -120,9 +120,12 @@ def load(superuser_conninfo: str, spec: SyntheticCorpus, *, rebuild_indexes: boo
         register_vector(conn)
         conn.execute("SET maintenance_work_mem = '1GB'")
         # The migrations' own definitions, to rebuild exactly these after the load.
-        search_indexes = dict(conn.execute(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'kb' AND tablename = 'chunks' "
-            "AND indexname IN ('chunks_embedding_hnsw', 'chunks_tsv_gin')").fetchall())
+        search_indexes = dict(
+            conn.execute(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'kb' AND tablename = 'chunks' "
+                "AND indexname IN ('chunks_embedding_hnsw', 'chunks_tsv_gin')"
+            ).fetchall()
+        )
         conn.execute("DROP INDEX IF EXISTS kb.chunks_embedding_hnsw, kb.chunks_tsv_gin")
         started = time.perf_counter()
         with conn.cursor().copy(
@@ -166,16 +169,10 @@ def load(superuser_conninfo: str, spec: SyntheticCorpus, *, rebuild_indexes: boo
             for row in _rows(spec, doc_ids):
                 copy.write_row(row)
         timings["load_s"] = time.perf_counter() - started
-        if rebuild_indexes:
+        for name, key in (("chunks_embedding_hnsw", "hnsw_build_s"), ("chunks_tsv_gin", "gin_build_s")):
             started = time.perf_counter()
-            conn.execute(
-                "CREATE INDEX chunks_embedding_hnsw ON kb.chunks USING hnsw (embedding vector_cosine_ops) "
-                "WITH (m = 16, ef_construction = 64)"
-            )
-            timings["hnsw_build_s"] = time.perf_counter() - started
-            started = time.perf_counter()
-            conn.execute("CREATE INDEX chunks_tsv_gin ON kb.chunks USING gin (tsv) WITH (fastupdate = off)")
-            timings["gin_build_s"] = time.perf_counter() - started
+            conn.execute(search_indexes[name].replace(" ON ONLY ", " ON "))  # and on every partition
+            timings[key] = time.perf_counter() - started
         conn.execute("VACUUM ANALYZE kb.documents")
         conn.execute("VACUUM ANALYZE kb.chunks")
     return timings

@@ -50,17 +50,17 @@ text_hits AS (
 PARTITIONS = ("public", "internal", "confidential", "restricted")
 MATCH_CAP = 2000
 _TEXT_MATCHES = """
-          SELECT * FROM (SELECT c.chunk_id, c.classification, c.tsv FROM kb.chunks_{partition} c, query q
-                         WHERE c.tsv @@ q.tsq AND c.is_effective
+          SELECT * FROM (SELECT c.chunk_id, c.classification, c.tsv FROM kb.chunks_{partition} c
+                         WHERE c.tsv @@ (SELECT tsq FROM query) AND c.is_effective
                            AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
                          LIMIT %(match_cap)s) {partition}_matches"""
 _PARTITION_MATCHES = "\n          UNION ALL".join(_TEXT_MATCHES.format(partition=p) for p in PARTITIONS)
 _TEXT_LEG = f"""
 text_hits AS (
     SELECT chunk_id, classification, row_number() OVER (ORDER BY text_rank DESC, chunk_id) AS rank
-    FROM (SELECT m.chunk_id, m.classification, {{rank}}(m.tsv, q.tsq) AS text_rank
+    FROM (SELECT m.chunk_id, m.classification, {{rank}}(m.tsv, (SELECT tsq FROM query)) AS text_rank
           FROM ({_PARTITION_MATCHES}
-          ) m, query q
+          ) m
           ORDER BY text_rank DESC, m.chunk_id
           LIMIT %(candidates)s) ranked
 )"""
