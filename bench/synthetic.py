@@ -120,7 +120,7 @@ def load(superuser_conninfo: str, spec: SyntheticCorpus) -> dict[str, float]:
         register_vector(conn)
         conn.execute("SET maintenance_work_mem = '1GB'")
         # The migrations' own definitions, to rebuild exactly these after the load.
-        search_indexes = dict(
+        search_indexes: dict[str, str] = dict(
             conn.execute(
                 "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'kb' AND tablename = 'chunks' "
                 "AND indexname IN ('chunks_embedding_hnsw', 'chunks_tsv_gin')"
