@@ -24,7 +24,9 @@ DIMENSIONS = 384
 MAX_PIECES = 256
 WINDOW = MAX_PIECES - 2  # room for [CLS] and [SEP]
 OVERLAP = 32
-BATCH_WINDOWS = 16
+# Windows per model call. On 2 cores 4 runs as fast as 8 or 16 (about 19 windows of 256 pieces a second)
+# while ONNX Runtime's memory arena stays near 400 MB instead of growing past 900 MB.
+BATCH_WINDOWS = 4
 
 
 class LocalModelMissing(Exception):

@@ -1,0 +1,113 @@
+"""`poe bench` (`python -m bench`): query latency at corpus size and at scale, ingest, memory, and the side-by-side
+ratios, written to bench/results.md and bench/results.json. `--quick` runs every part at a tiny scale (what
+`make test` runs, so the benchmark code never rots; its timings mean nothing and are not asserted).
+
+    python -m bench                          # corpus size, 100k and 1M chunks (about an hour on 2 cores)
+    python -m bench --scales 100000          # corpus size and 100k only
+    python -m bench --quick --out /tmp/b     # every part, tiny
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from bench import corpus, report, scale
+from bench.synthetic import SyntheticCorpus
+from evals.run import fresh_database
+from ingest.embedders.local import LocalEmbedder
+from kb_server.db.embedded import EmbeddedPostgres
+from kb_server.db.embedding_space import EmbeddingSpace
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def machine(superuser: str) -> dict[str, Any]:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    import os
+
+    import psutil
+
+    with psycopg.connect(superuser) as conn:
+        pg = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
+        vector = conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+        buffers = conn.execute("SHOW shared_buffers").fetchone()[0]  # type: ignore[index]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+            "postgresql": pg, "pgvector": vector[0] if vector else None, "shared_buffers": buffers,
+            "python": platform.python_version(), "commit": commit.stdout.strip()}
+
+
+def start_database(state: Path, *, tuned: bool) -> str:
+    server = EmbeddedPostgres(state)
+    superuser = server.start()
+    if tuned:
+        # The embedded server's default shared_buffers (128 MB) is a laptop's; give the benchmark a server's.
+        with psycopg.connect(superuser, autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM SET shared_buffers = '4GB'")
+            conn.execute("ALTER SYSTEM SET effective_cache_size = '12GB'")
+            conn.execute("ALTER SYSTEM SET max_parallel_maintenance_workers = 2")
+        server.stop()
+        superuser = EmbeddedPostgres(state).start()
+    return superuser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--scales", default="100000,1000000", help="synthetic chunk counts, comma-separated")
+    parser.add_argument("--out", type=Path, default=REPO / "bench")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    state = Path(tempfile.mkdtemp(prefix="kosha-kb-bench-")) if args.quick else REPO / ".kb-bench"
+    state.mkdir(exist_ok=True)
+    superuser = start_database(state, tuned=not args.quick)
+    results: dict[str, Any] = {"machine": machine(superuser), "quick": args.quick,
+                               "command": "python -m bench" + (" --quick" if args.quick else f" --scales {args.scales}")}
+    model = LocalEmbedder()
+    model.load()
+
+    print("corpus size: cold ingest, queries, memory ...", flush=True)
+    targets = fresh_database(superuser, "bench_corpus", model.space)
+    results["ingest"] = corpus.ingest_benchmark(targets, limit=6 if args.quick else 10_000)
+    with psycopg.connect(targets.owner, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+    results["corpus_queries"] = corpus.query_benchmarks(targets, model, rounds=10 if args.quick else 130)
+    results["server_memory"] = corpus.server_memory(targets, searches=16 if args.quick else 400,
+                                                    clients=4 if args.quick else 8)
+
+    scales = [3_000] if args.quick else [int(s) for s in args.scales.split(",") if s]
+    results["scale"] = []
+    for chunks in scales:
+        print(f"{chunks:,} synthetic chunks: load, index builds, queries ...", flush=True)
+        spec = SyntheticCorpus(chunks=chunks, dimensions=384)
+        db = fresh_database(superuser, f"bench_{chunks}", EmbeddingSpace(model.space.model, 384))
+        results["scale"].append(scale.run_scale(db.owner, db.server, spec, queries=5 if args.quick else 50,
+                                                repeat=1 if args.quick else 3))
+        with psycopg.connect(superuser, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE bench_{chunks} WITH (FORCE)")  # a 1M-chunk copy is 10+ GB
+
+    results["seconds"] = round(time.perf_counter() - started, 1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    (args.out / "results.md").write_text(report.render(results))
+    print(f"wrote {args.out / 'results.md'} in {results['seconds']:.0f} s")
+    if args.quick:
+        EmbeddedPostgres(state).stop()
+        shutil.rmtree(state, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

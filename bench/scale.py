@@ -1,0 +1,156 @@
+"""The hybrid query at scale (synthetic chunks, bench/synthetic.py), as served: under row-level security as
+the lowest role, through the same function the MCP tool calls. Side by side: the naive LLD form, two
+queries fused in Python, and exact vector search."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector, register_vector_async
+
+from bench.naive import NAIVE_SQL, build_naive
+from bench.synthetic import MARKERS, MEDIUM_DEPARTMENT, SMALL_DEPARTMENT, SyntheticCorpus, load, query_vectors
+from bench.timing import summary
+from kb_server.db.reader import reader_transaction
+from kb_server.roles import Role
+from kb_server.search import RRF_K, hybrid_search, hybrid_sql
+
+ROLE = Role.DEMO_READONLY  # the lowest ceiling: a quarter of the rows
+FILTERS = {"none": None, "10%": [MEDIUM_DEPARTMENT], "1%": [SMALL_DEPARTMENT]}
+TOP_K = 8
+
+
+def sizes(superuser: str) -> dict[str, Any]:
+    with psycopg.connect(superuser) as conn:
+        rows = conn.execute(
+            """SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+               WHERE n.nspname = 'kb' AND (c.relname LIKE 'chunks\\_%%\\_embedding_idx' OR c.relname LIKE 'chunks\\_%%\\_tsv_idx')"""
+        ).fetchall()
+        total = conn.execute(
+            "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'kb' AND c.relname LIKE 'chunks\\_%%' AND c.relkind = 'r'"
+        ).fetchone()[0]
+    hnsw = sum(size for name, size in rows if name.endswith("embedding_idx"))
+    gin = sum(size for name, size in rows if name.endswith("tsv_idx"))
+    return {"hnsw_mb": round(hnsw / 2**20, 1), "gin_mb": round(gin / 2**20, 1),
+            "chunks_with_indexes_mb": round(float(total) / 2**20, 1)}
+
+
+async def _ours(conn, vector, text, departments, limit=TOP_K):  # type: ignore[no-untyped-def]
+    return await hybrid_search(conn, ROLE, text=text, vector=vector, departments=departments, limit=limit)
+
+
+async def _two_queries(conn, vector, text, departments, limit=TOP_K):  # type: ignore[no-untyped-def]
+    """What several frameworks do: a vector query, then a text query, fused in the application."""
+    ranked: list[list[Any]] = []
+    for with_vector in (True, False):
+        async with reader_transaction(conn, ROLE) as tx:
+            cursor = await tx.execute(
+                hybrid_sql(with_vector=with_vector, with_text=not with_vector),
+                {"text": text, "vector": vector, "departments": departments, "candidates": 50, "match_cap": 2000,
+                 "rrf_k": RRF_K, "limit": 50})
+        ranked.append(await cursor.fetchall())
+    scores: dict[tuple[str, str, str], float] = {}
+    for rows in ranked:
+        for rank, row in enumerate(rows, start=1):
+            key = (row[0], row[5], row[7])
+            scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
+    return sorted(scores, key=lambda k: -scores[k])[:limit]
+
+
+async def _naive(conn, vector, text, departments, limit=TOP_K):  # type: ignore[no-untyped-def]
+    async with conn.transaction():
+        await conn.execute(f"SET LOCAL ROLE {ROLE.value}")
+        await conn.execute("SET LOCAL hnsw.ef_search = 80")
+        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor = await conn.execute(NAIVE_SQL, {"text": text, "vector": vector, "departments": departments,
+                                                "limit": limit})
+        return await cursor.fetchall()
+
+
+async def _timed(run, conn, cases, repeat: int) -> tuple[dict[str, float], list[Any]]:  # type: ignore[no-untyped-def]
+    samples, results = [], []
+    for _ in range(repeat):
+        for vector, text, departments in cases:
+            started = time.perf_counter()
+            results.append(await run(conn, vector, text, departments))
+            samples.append((time.perf_counter() - started) * 1000)
+    return summary(samples), results
+
+
+def vector_recall(conninfo: str, vectors: np.ndarray, departments: list[str] | None) -> tuple[float, float]:
+    """recall@10 of the served vector leg against an exact scan, and the mean rows returned for LIMIT 50."""
+    where = "is_effective AND (%(d)s::text[] IS NULL OR department = ANY(%(d)s))"
+    statement = f"SELECT chunk_id FROM kb.searchable_chunks WHERE {where} ORDER BY embedding <=> %(v)s LIMIT %(n)s"
+    recalls, returned = [], []
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        register_vector(conn)
+        for vector in vectors:
+            with conn.transaction():
+                conn.execute(f"SET LOCAL ROLE {ROLE.value}")
+                conn.execute("SET LOCAL hnsw.ef_search = 80")
+                conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                served = [r[0] for r in conn.execute(statement, {"d": departments, "v": vector, "n": 50})]
+                conn.execute("SET LOCAL enable_indexscan = off")  # the exact answer: a scan and a sort
+                conn.execute("SET LOCAL enable_bitmapscan = off")
+                exact = [r[0] for r in conn.execute(statement, {"d": departments, "v": vector, "n": 10})]
+            recalls.append(len(set(served[:10]) & set(exact)) / max(1, len(exact)))
+            returned.append(len(served))
+    return float(np.mean(recalls)), float(np.mean(returned))
+
+
+def exact_vector_latency(conninfo: str, vectors: np.ndarray) -> dict[str, float]:
+    statement = ("SELECT chunk_id FROM kb.searchable_chunks WHERE is_effective "
+                 "ORDER BY embedding <=> %s LIMIT 50")
+    samples = []
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        register_vector(conn)
+        for vector in vectors:
+            with conn.transaction():
+                conn.execute(f"SET LOCAL ROLE {ROLE.value}")
+                conn.execute("SET LOCAL enable_indexscan = off")
+                conn.execute("SET LOCAL enable_bitmapscan = off")
+                started = time.perf_counter()
+                conn.execute(statement, (vector,)).fetchall()
+                samples.append((time.perf_counter() - started) * 1000)
+    return summary(samples)
+
+
+def run_scale(superuser: str, server: str, spec: SyntheticCorpus, *, queries: int, repeat: int,
+              naive: bool = True) -> dict[str, Any]:
+    result: dict[str, Any] = {"chunks": spec.chunks, "dimensions": spec.dimensions}
+    result["build"] = {k: round(v, 1) for k, v in load(superuser, spec).items()}
+    result["sizes"] = sizes(superuser)
+    vectors = query_vectors(spec, queries)
+    result["recall"] = {}
+    for name, departments in FILTERS.items():
+        recall, returned = vector_recall(server, vectors[: min(queries, 30)], departments)
+        result["recall"][name] = {"recall_at_10": round(recall, 4), "mean_rows_for_limit_50": round(returned, 1)}
+    if naive:
+        result["naive_build"] = {k: round(v, 1) for k, v in build_naive(superuser).items()}
+    result["exact_vector_ms"] = exact_vector_latency(server, vectors[: min(queries, 10)])
+
+    async def queries_run() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with await psycopg.AsyncConnection.connect(server, autocommit=True) as conn:
+            await register_vector_async(conn)
+            for term_kind, (term, _) in MARKERS.items():
+                for filter_name, departments in FILTERS.items():
+                    cases = [(v, term, departments) for v in vectors]
+                    key = f"{term_kind} term, filter {filter_name}"
+                    ours, hits = await _timed(_ours, conn, cases, repeat)
+                    entry = {"ours_ms": ours, "rows_returned_min": min(len(h) for h in hits), "top_k": TOP_K}
+                    two, _ = await _timed(_two_queries, conn, cases, repeat)
+                    entry["two_queries_ms"] = two
+                    if naive:
+                        slow_cases = cases[: max(3, len(cases) // 5)]  # the naive form is slow: fewer runs
+                        entry["naive_ms"], _ = await _timed(_naive, conn, slow_cases, 1)
+                    out[key] = entry
+        return out
+
+    result["queries"] = asyncio.run(queries_run())
+    return result
