@@ -33,8 +33,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def machine(superuser: str) -> dict[str, Any]:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
     import os
 
     import psutil
@@ -44,9 +50,16 @@ def machine(superuser: str) -> dict[str, Any]:
         vector = conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'").fetchone()
         buffers = conn.execute("SHOW shared_buffers").fetchone()[0]  # type: ignore[index]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
-            "postgresql": pg, "pgvector": vector[0] if vector else None, "shared_buffers": buffers,
-            "python": platform.python_version(), "commit": commit.stdout.strip()}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "postgresql": pg,
+        "pgvector": vector[0] if vector else None,
+        "shared_buffers": buffers,
+        "python": platform.python_version(),
+        "commit": commit.stdout.strip(),
+    }
 
 
 def start_database(state: Path, *, tuned: bool) -> str:
@@ -73,8 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     state = Path(tempfile.mkdtemp(prefix="kosha-kb-bench-")) if args.quick else REPO / ".kb-bench"
     state.mkdir(exist_ok=True)
     superuser = start_database(state, tuned=not args.quick)
-    results: dict[str, Any] = {"machine": machine(superuser), "quick": args.quick,
-                               "command": "python -m bench" + (" --quick" if args.quick else f" --scales {args.scales}")}
+    results: dict[str, Any] = {
+        "machine": machine(superuser),
+        "quick": args.quick,
+        "command": "python -m bench" + (" --quick" if args.quick else f" --scales {args.scales}"),
+    }
     model = LocalEmbedder()
     model.load()
 
@@ -84,8 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     with psycopg.connect(targets.owner, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE")
     results["corpus_queries"] = corpus.query_benchmarks(targets, model, rounds=10 if args.quick else 130)
-    results["server_memory"] = corpus.server_memory(targets, searches=16 if args.quick else 400,
-                                                    clients=4 if args.quick else 8)
+    results["server_memory"] = corpus.server_memory(
+        targets, searches=16 if args.quick else 400, clients=4 if args.quick else 8
+    )
 
     scales = [3_000] if args.quick else [int(s) for s in args.scales.split(",") if s]
     results["scale"] = []
@@ -93,8 +110,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{chunks:,} synthetic chunks: load, index builds, queries ...", flush=True)
         spec = SyntheticCorpus(chunks=chunks, dimensions=384)
         db = fresh_database(superuser, f"bench_{chunks}", EmbeddingSpace(model.space.model, 384))
-        results["scale"].append(scale.run_scale(db.owner, db.server, spec, queries=5 if args.quick else 50,
-                                                repeat=1 if args.quick else 3))
+        results["scale"].append(
+            scale.run_scale(db.owner, db.server, spec, queries=5 if args.quick else 50, repeat=1 if args.quick else 3)
+        )
         with psycopg.connect(superuser, autocommit=True) as conn:
             conn.execute(f"DROP DATABASE bench_{chunks} WITH (FORCE)")  # a 1M-chunk copy is 10+ GB
 

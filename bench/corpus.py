@@ -29,8 +29,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 def ingest_benchmark(targets: DatabaseTargets, limit: int) -> dict[str, Any]:
     """Cold ingest of corpus/ in its own process (peak RSS sampled), unchanged re-ingest, embedding alone."""
-    process = psutil.Popen([sys.executable, "-m", "bench.ingest_probe", targets.ingest, str(REPO / "corpus"),
-                            str(limit)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO)
+    process = psutil.Popen(
+        [sys.executable, "-m", "bench.ingest_probe", targets.ingest, str(REPO / "corpus"), str(limit)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+    )
     peak = 0
     while process.poll() is None:
         try:
@@ -40,12 +44,14 @@ def ingest_benchmark(targets: DatabaseTargets, limit: int) -> dict[str, Any]:
         time.sleep(0.05)
     out = json.loads(process.stdout.read())  # type: ignore[union-attr]
     embed = out["embed_alone_s"]
-    out.update({
-        "peak_rss_mb": round(peak / 2**20, 1),
-        "documents_per_s": round(out["documents"] / out["cold_s"], 2),
-        "chunks_per_s": round(out["chunks"] / out["cold_s"], 2),
-        "overhead_vs_embedding_alone": round((out["cold_s"] - embed) / embed, 3) if embed else None,
-    })
+    out.update(
+        {
+            "peak_rss_mb": round(peak / 2**20, 1),
+            "documents_per_s": round(out["documents"] / out["cold_s"], 2),
+            "chunks_per_s": round(out["chunks"] / out["cold_s"], 2),
+            "overhead_vs_embedding_alone": round((out["cold_s"] - embed) / embed, 3) if embed else None,
+        }
+    )
     return out
 
 
@@ -60,8 +66,9 @@ def query_benchmarks(targets: DatabaseTargets, embedder: LocalEmbedder, rounds: 
             samples = []
             for question, vector in zip(questions, vectors, strict=True):
                 started = time.perf_counter()
-                await hybrid_search(conn, question.role, text=question.question, vector=vector, departments=None,
-                                    limit=8)
+                await hybrid_search(
+                    conn, question.role, text=question.question, vector=vector, departments=None, limit=8
+                )
                 samples.append((time.perf_counter() - started) * 1000)
         from mcp import Client
 
@@ -100,11 +107,20 @@ def server_memory(targets: DatabaseTargets, searches: int, clients: int) -> dict
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     params = conninfo.conninfo_to_dict(targets.owner)
-    env = {**os.environ, "DATABASE_URL": f"postgresql://{params['user']}@/{params['dbname']}?host={params['host']}",
-           "KB_TOKENS_FILE": str(state / "tokens.json"), "KB_HTTP_PORT": str(port),
-           "KB_RATE_LIMIT_PER_MINUTE": "100000", "KB_RATE_LIMIT_BURST": "10000"}
-    process = psutil.Popen([str(Path(sys.executable).parent / "kb"), "serve", "--transport", "http"], env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgresql://{params['user']}@/{params['dbname']}?host={params['host']}",
+        "KB_TOKENS_FILE": str(state / "tokens.json"),
+        "KB_HTTP_PORT": str(port),
+        "KB_RATE_LIMIT_PER_MINUTE": "100000",
+        "KB_RATE_LIMIT_BURST": "10000",
+    }
+    process = psutil.Popen(
+        [str(Path(sys.executable).parent / "kb"), "serve", "--transport", "http"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         import httpx2
 
@@ -135,8 +151,13 @@ def server_memory(targets: DatabaseTargets, searches: int, clients: int) -> dict
     finally:
         process.terminate()
         process.wait(timeout=30)
-    return {"idle_mb": round(idle / 2**20, 1), "peak_under_load_mb": round(max(peak) / 2**20, 1),
-            "after_load_mb": round(after / 2**20, 1), "searches": searches, "clients": clients}
+    return {
+        "idle_mb": round(idle / 2**20, 1),
+        "peak_under_load_mb": round(max(peak) / 2**20, 1),
+        "after_load_mb": round(after / 2**20, 1),
+        "searches": searches,
+        "clients": clients,
+    }
 
 
 async def _load(url: str, token: str, searches: int, clients: int) -> None:

@@ -37,12 +37,21 @@ def main(conninfo: str, folder: str, limit: int) -> None:
         embedder.embed(batch)
     embed_alone_s = time.perf_counter() - started
     parts = {k: round(sum(r.timings.get(k, 0.0) for r in results), 2) for k in ("parse", "embed", "store")}
-    print(json.dumps({
-        "documents": len(results), "failed": sum(r.outcome == "failed" for r in results),
-        "chunks": sum(r.chunks for r in results), "model_load_s": round(load_s, 2), "cold_s": round(cold_s, 2),
-        "unchanged_s": round(unchanged_s, 2), "unchanged_outcomes": sorted({r.outcome for r in again}),
-        "embed_alone_s": round(embed_alone_s, 2), "time_by_stage_s": parts,
-    }))
+    print(
+        json.dumps(
+            {
+                "documents": len(results),
+                "failed": sum(r.outcome == "failed" for r in results),
+                "chunks": sum(r.chunks for r in results),
+                "model_load_s": round(load_s, 2),
+                "cold_s": round(cold_s, 2),
+                "unchanged_s": round(unchanged_s, 2),
+                "unchanged_outcomes": sorted({r.outcome for r in again}),
+                "embed_alone_s": round(embed_alone_s, 2),
+                "time_by_stage_s": parts,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -45,19 +45,23 @@ def build_naive(superuser: str) -> dict[str, float]:
         conn.execute("DROP SCHEMA IF EXISTS naive CASCADE")
         conn.execute("CREATE SCHEMA naive")
         started = time.perf_counter()
-        conn.execute("CREATE TABLE naive.chunks AS SELECT chunk_id, doc_id, classification, department, "
-                     "section_path, content, embedding, tsv FROM kb.chunks")
+        conn.execute(
+            "CREATE TABLE naive.chunks AS SELECT chunk_id, doc_id, classification, department, "
+            "section_path, content, embedding, tsv FROM kb.chunks"
+        )
         conn.execute("ALTER TABLE naive.chunks ADD PRIMARY KEY (chunk_id)")
         timings["copy_s"] = time.perf_counter() - started
         started = time.perf_counter()
-        conn.execute("CREATE INDEX ON naive.chunks USING hnsw (embedding vector_cosine_ops) "
-                     "WITH (m = 16, ef_construction = 64)")
+        conn.execute(
+            "CREATE INDEX ON naive.chunks USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+        )
         timings["hnsw_build_s"] = time.perf_counter() - started
         conn.execute("CREATE INDEX ON naive.chunks USING gin (tsv)")
         conn.execute("ALTER TABLE naive.chunks ENABLE ROW LEVEL SECURITY")
         conn.execute("ALTER TABLE naive.chunks FORCE ROW LEVEL SECURITY")
-        conn.execute("CREATE POLICY within_ceiling ON naive.chunks FOR SELECT "
-                     "USING (classification <= kb.role_ceiling())")
+        conn.execute(
+            "CREATE POLICY within_ceiling ON naive.chunks FOR SELECT USING (classification <= kb.role_ceiling())"
+        )
         conn.execute("GRANT USAGE ON SCHEMA naive TO demo_readonly, support_agent, analyst, compliance_officer")
         conn.execute("GRANT SELECT ON naive.chunks TO demo_readonly, support_agent, analyst, compliance_officer")
         conn.execute("VACUUM ANALYZE naive.chunks")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 
-
 def _ms(stats: dict[str, float]) -> str:
     if not stats or not stats.get("n"):
         return "–"
@@ -82,7 +81,7 @@ def render(r: dict[str, Any]) -> str:
         "",
         "The naive form is the LLD §2 SQL as written, on a copy of the same rows in one unpartitioned table with a "
         "per-row policy (`classification <= ceiling`), `websearch_to_tsquery` and `ts_rank_cd` over every match, "
-        "the legs joined to documents, iterative scan on. \"Two queries\" runs the vector leg and the text leg as "
+        'the legs joined to documents, iterative scan on. "Two queries" runs the vector leg and the text leg as '
         "two statements (two round trips) and fuses them in Python, as several frameworks do.",
         "",
     ]
@@ -97,8 +96,12 @@ def _scale_section(s: dict[str, Any]) -> list[str]:
         f"Load (COPY) {build['load_s']} s; HNSW build {build['hnsw_build_s']} s ({sizes['hnsw_mb']} MB over the four "
         f"partitions); GIN build {build['gin_build_s']} s ({sizes['gin_mb']} MB); chunk tables with their indexes "
         f"{sizes['chunks_with_indexes_mb']} MB."
-        + (f" The naive table's copy took {s['naive_build']['copy_s']} s and its HNSW build "
-           f"{s['naive_build']['hnsw_build_s']} s." if "naive_build" in s else ""),
+        + (
+            f" The naive table's copy took {s['naive_build']['copy_s']} s and its HNSW build "
+            f"{s['naive_build']['hnsw_build_s']} s."
+            if "naive_build" in s
+            else ""
+        ),
         "",
         "Vector leg as served (HNSW, ef_search 80, iterative scan) against an exact scan, and rows returned for "
         "LIMIT 50:",
@@ -114,12 +117,18 @@ def _scale_section(s: dict[str, Any]) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     for name, v in s["queries"].items():
-        lines.append(f"| {name} | {_ms(v['ours_ms'])} | {_ms(v['two_queries_ms'])} | {_ms(v.get('naive_ms', {}))} | "
-                     f"{_ratio(v.get('naive_ms'), v['ours_ms'])} | {_ratio(v['two_queries_ms'], v['ours_ms'])} | "
-                     f"{v['rows_returned_min']} / {v['top_k']} |")
+        lines.append(
+            f"| {name} | {_ms(v['ours_ms'])} | {_ms(v['two_queries_ms'])} | {_ms(v.get('naive_ms', {}))} | "
+            f"{_ratio(v.get('naive_ms'), v['ours_ms'])} | {_ratio(v['two_queries_ms'], v['ours_ms'])} | "
+            f"{v['rows_returned_min']} / {v['top_k']} |"
+        )
     no_filter = next(iter(s["queries"].values()))["ours_ms"]
-    lines += ["", f"Exact vector search ÷ our whole hybrid query (no filter, rare term): "
-              f"{_ratio(s['exact_vector_ms'], no_filter)}.", ""]
+    lines += [
+        "",
+        f"Exact vector search ÷ our whole hybrid query (no filter, rare term): "
+        f"{_ratio(s['exact_vector_ms'], no_filter)}.",
+        "",
+    ]
     return lines
 
 
@@ -129,29 +138,61 @@ def _targets(r: dict[str, Any]) -> list[str]:
     worst = max((v["ours_ms"]["p95"] for v in largest["queries"].values()), default=None) if largest else None
     recall = min((v["recall_at_10"] for v in largest["recall"].values()), default=None) if largest else None
     full = all(v["rows_returned_min"] >= v["top_k"] for v in largest["queries"].values()) if largest else None
-    naive_ratios = [v["naive_ms"]["p50"] / v["ours_ms"]["p50"] for v in (largest or {}).get("queries", {}).values()
-                    if v.get("naive_ms", {}).get("n")]
+    naive_ratios = [
+        v["naive_ms"]["p50"] / v["ours_ms"]["p50"]
+        for v in (largest or {}).get("queries", {}).values()
+        if v.get("naive_ms", {}).get("n")
+    ]
     two_ratios = [v["two_queries_ms"]["p50"] / v["ours_ms"]["p50"] for s in r["scale"] for v in s["queries"].values()]
     rows = [
-        ("hybrid SQL p95 at corpus size ≤ 20 ms", f"{q['hybrid_sql_ms']['p95']:.1f} ms",
-         _check(q["hybrid_sql_ms"]["p95"], 20)),
-        ("tool call p95 at corpus size ≤ 50 ms", f"{q['tool_call_end_to_end_ms']['p95']:.1f} ms",
-         _check(q["tool_call_end_to_end_ms"]["p95"], 50)),
-        (f"hybrid SQL p95 at {largest['chunks']:,} ≤ 80 ms, every term and filter" if largest else "at scale",
-         f"{worst:.1f} ms (worst case)" if worst is not None else "–", _check(worst, 80)),
-        ("vector-leg recall@10 ≥ 0.95", f"{recall:.3f} (lowest filter case)" if recall is not None else "–",
-         _check(recall, 0.95, lower_is_better=False)),
+        (
+            "hybrid SQL p95 at corpus size ≤ 20 ms",
+            f"{q['hybrid_sql_ms']['p95']:.1f} ms",
+            _check(q["hybrid_sql_ms"]["p95"], 20),
+        ),
+        (
+            "tool call p95 at corpus size ≤ 50 ms",
+            f"{q['tool_call_end_to_end_ms']['p95']:.1f} ms",
+            _check(q["tool_call_end_to_end_ms"]["p95"], 50),
+        ),
+        (
+            f"hybrid SQL p95 at {largest['chunks']:,} ≤ 80 ms, every term and filter" if largest else "at scale",
+            f"{worst:.1f} ms (worst case)" if worst is not None else "–",
+            _check(worst, 80),
+        ),
+        (
+            "vector-leg recall@10 ≥ 0.95",
+            f"{recall:.3f} (lowest filter case)" if recall is not None else "–",
+            _check(recall, 0.95, lower_is_better=False),
+        ),
         ("full top_k rows under the 1% filter", "yes" if full else "no", "met" if full else "**missed**"),
-        ("no slower than two queries + fusion", f"two ÷ ours ≥ {min(two_ratios):.2f}×" if two_ratios else "–",
-         _check(min(two_ratios) if two_ratios else None, 1.0, lower_is_better=False)),
-        ("≥ 30× faster than the naive form at the largest scale",
-         f"{min(naive_ratios):.1f}× (worst case)" if naive_ratios else "–",
-         _check(min(naive_ratios) if naive_ratios else None, 30, lower_is_better=False)),
-        ("ingest overhead ≤ 15% above the embedding calls", f"{ingest['overhead_vs_embedding_alone'] * 100:.1f}%",
-         _check(ingest["overhead_vs_embedding_alone"], 0.15)),
+        (
+            "no slower than two queries + fusion",
+            f"two ÷ ours ≥ {min(two_ratios):.2f}×" if two_ratios else "–",
+            _check(min(two_ratios) if two_ratios else None, 1.0, lower_is_better=False),
+        ),
+        (
+            "≥ 30× faster than the naive form at the largest scale",
+            f"{min(naive_ratios):.1f}× (worst case)" if naive_ratios else "–",
+            _check(min(naive_ratios) if naive_ratios else None, 30, lower_is_better=False),
+        ),
+        (
+            "ingest overhead ≤ 15% above the embedding calls",
+            f"{ingest['overhead_vs_embedding_alone'] * 100:.1f}%",
+            _check(ingest["overhead_vs_embedding_alone"], 0.15),
+        ),
         ("unchanged corpus re-ingests in ≤ 3 s", f"{ingest['unchanged_s']} s", _check(ingest["unchanged_s"], 3)),
-        ("MCP server RSS ≤ 400 MB with the local embedder", f"{memory['peak_under_load_mb']} MB peak",
-         _check(memory["peak_under_load_mb"], 400)),
+        (
+            "MCP server RSS ≤ 400 MB with the local embedder",
+            f"{memory['peak_under_load_mb']} MB peak",
+            _check(memory["peak_under_load_mb"], 400),
+        ),
     ]
-    return ["## Targets", "", "| target | measured | |", "|---|---|---|",
-            *(f"| {a} | {b} | {c} |" for a, b, c in rows), ""]
+    return [
+        "## Targets",
+        "",
+        "| target | measured | |",
+        "|---|---|---|",
+        *(f"| {a} | {b} | {c} |" for a, b, c in rows),
+        "",
+    ]

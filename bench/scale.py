@@ -36,8 +36,11 @@ def sizes(superuser: str) -> dict[str, Any]:
         ).fetchone()[0]
     hnsw = sum(size for name, size in rows if name.endswith("embedding_idx"))
     gin = sum(size for name, size in rows if name.endswith("tsv_idx"))
-    return {"hnsw_mb": round(hnsw / 2**20, 1), "gin_mb": round(gin / 2**20, 1),
-            "chunks_with_indexes_mb": round(float(total) / 2**20, 1)}
+    return {
+        "hnsw_mb": round(hnsw / 2**20, 1),
+        "gin_mb": round(gin / 2**20, 1),
+        "chunks_with_indexes_mb": round(float(total) / 2**20, 1),
+    }
 
 
 async def _ours(conn, vector, text, departments, limit=TOP_K):  # type: ignore[no-untyped-def]
@@ -51,8 +54,16 @@ async def _two_queries(conn, vector, text, departments, limit=TOP_K):  # type: i
         async with reader_transaction(conn, ROLE) as tx:
             cursor = await tx.execute(
                 hybrid_sql(with_vector=with_vector, with_text=not with_vector),
-                {"text": text, "vector": vector, "departments": departments, "candidates": 50, "match_cap": 2000,
-                 "rrf_k": RRF_K, "limit": 50})
+                {
+                    "text": text,
+                    "vector": vector,
+                    "departments": departments,
+                    "candidates": 50,
+                    "match_cap": 2000,
+                    "rrf_k": RRF_K,
+                    "limit": 50,
+                },
+            )
         ranked.append(await cursor.fetchall())
     scores: dict[tuple[str, str, str], float] = {}
     for rows in ranked:
@@ -67,8 +78,9 @@ async def _naive(conn, vector, text, departments, limit=TOP_K):  # type: ignore[
         await conn.execute(f"SET LOCAL ROLE {ROLE.value}")
         await conn.execute("SET LOCAL hnsw.ef_search = 80")
         await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor = await conn.execute(NAIVE_SQL, {"text": text, "vector": vector, "departments": departments,
-                                                "limit": limit})
+        cursor = await conn.execute(
+            NAIVE_SQL, {"text": text, "vector": vector, "departments": departments, "limit": limit}
+        )
         return await cursor.fetchall()
 
 
@@ -104,8 +116,7 @@ def vector_recall(conninfo: str, vectors: np.ndarray, departments: list[str] | N
 
 
 def exact_vector_latency(conninfo: str, vectors: np.ndarray) -> dict[str, float]:
-    statement = ("SELECT chunk_id FROM kb.searchable_chunks WHERE is_effective "
-                 "ORDER BY embedding <=> %s LIMIT 50")
+    statement = "SELECT chunk_id FROM kb.searchable_chunks WHERE is_effective ORDER BY embedding <=> %s LIMIT 50"
     samples = []
     with psycopg.connect(conninfo, autocommit=True) as conn:
         register_vector(conn)
@@ -120,8 +131,9 @@ def exact_vector_latency(conninfo: str, vectors: np.ndarray) -> dict[str, float]
     return summary(samples)
 
 
-def run_scale(superuser: str, server: str, spec: SyntheticCorpus, *, queries: int, repeat: int,
-              naive: bool = True) -> dict[str, Any]:
+def run_scale(
+    superuser: str, server: str, spec: SyntheticCorpus, *, queries: int, repeat: int, naive: bool = True
+) -> dict[str, Any]:
     result: dict[str, Any] = {"chunks": spec.chunks, "dimensions": spec.dimensions}
     result["build"] = {k: round(v, 1) for k, v in load(superuser, spec).items()}
     result["sizes"] = sizes(superuser)

@@ -13,8 +13,13 @@ def summary(samples_ms: Sequence[float]) -> dict[str, float]:
     if not ordered:
         return {"n": 0}
     p95 = ordered[min(len(ordered) - 1, max(0, round(0.95 * len(ordered)) - 1))]
-    return {"n": len(ordered), "min": round(ordered[0], 3), "p50": round(statistics.median(ordered), 3),
-            "p95": round(p95, 3), "max": round(ordered[-1], 3)}
+    return {
+        "n": len(ordered),
+        "min": round(ordered[0], 3),
+        "p50": round(statistics.median(ordered), 3),
+        "p95": round(p95, 3),
+        "max": round(ordered[-1], 3),
+    }
 
 
 def measure(call: Callable[[], Any], repeat: int) -> tuple[dict[str, float], list[Any]]:

@@ -1,0 +1,35 @@
+"""`python -m bench --quick`: every benchmark runs at a tiny scale, so the benchmark code never rots. Its
+timings are not asserted (speed is measured by `poe bench`); what it returns must make sense."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+
+def test_the_quick_benchmark_runs_every_part_and_writes_its_results(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--out", str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["quick"] is True and results["machine"]["pgvector"].startswith("0.8")
+    ingest = results["ingest"]
+    assert ingest["failed"] == 0 and ingest["chunks"] > 0 and ingest["unchanged_outcomes"] == ["unchanged"]
+    for key in ("query_embedding_ms", "hybrid_sql_ms", "tool_call_end_to_end_ms"):
+        assert results["corpus_queries"][key]["n"] == 10
+    assert 0 < results["server_memory"]["idle_mb"] <= results["server_memory"]["peak_under_load_mb"]
+    (scale,) = results["scale"]
+    assert scale["build"]["hnsw_build_s"] > 0 and scale["sizes"]["hnsw_mb"] > 0
+    assert all(0 <= r["recall_at_10"] <= 1 for r in scale["recall"].values())
+    unfiltered = {k: v for k, v in scale["queries"].items() if k.endswith("filter none")}
+    assert len(unfiltered) == 3 and all(v["rows_returned_min"] == v["top_k"] for v in unfiltered.values())
+    assert all(v["naive_ms"]["n"] > 0 and v["two_queries_ms"]["n"] > 0 for v in scale["queries"].values())
+    assert "## Targets" in (tmp_path / "results.md").read_text()
