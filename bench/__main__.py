@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from evals.run import fresh_database
 
 from bench import corpus, report, scale
 from bench.synthetic import SyntheticCorpus
-from evals.run import fresh_database
 from ingest.embedders.local import LocalEmbedder
 from kb_server.db.embedded import EmbeddedPostgres
 from kb_server.db.embedding_space import EmbeddingSpace

@@ -15,10 +15,10 @@ from typing import Any
 
 import psutil
 import psycopg
+from evals.golden import load_golden
 from pgvector.psycopg import register_vector_async
 
 from bench.timing import measure, summary
-from evals.golden import load_golden
 from ingest.embedders.local import LocalEmbedder
 from kb_server.db.targets import DatabaseTargets
 from kb_server.roles import Role
@@ -42,7 +42,7 @@ def ingest_benchmark(targets: DatabaseTargets, limit: int) -> dict[str, Any]:
         except psutil.NoSuchProcess:
             break
         time.sleep(0.05)
-    out = json.loads(process.stdout.read())  # type: ignore[union-attr]
+    out = json.loads(process.stdout.read())
     embed = out["embed_alone_s"]
     out.update(
         {
@@ -89,7 +89,7 @@ def query_benchmarks(targets: DatabaseTargets, embedder: LocalEmbedder, rounds: 
     return {"query_embedding_ms": embed_ms, **asyncio.run(sql_and_tool()), "queries": len(questions)}
 
 
-def iter_call(function, items):  # type: ignore[no-untyped-def]
+def iter_call(function, items):
     iterator = iter(items)
     return lambda: function(next(iterator))
 

@@ -27,13 +27,15 @@ TOP_K = 8
 def sizes(superuser: str) -> dict[str, Any]:
     with psycopg.connect(superuser) as conn:
         rows = conn.execute(
-            """SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-               WHERE n.nspname = 'kb' AND (c.relname LIKE 'chunks\\_%%\\_embedding_idx' OR c.relname LIKE 'chunks\\_%%\\_tsv_idx')"""
+            """SELECT c.relname, pg_relation_size(c.oid)
+               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+               WHERE n.nspname = 'kb'
+                 AND (c.relname LIKE 'chunks\\_%%\\_embedding_idx' OR c.relname LIKE 'chunks\\_%%\\_tsv_idx')"""
         ).fetchall()
-        total = conn.execute(
+        (total,) = conn.execute(
             "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE n.nspname = 'kb' AND c.relname LIKE 'chunks\\_%%' AND c.relkind = 'r'"
-        ).fetchone()[0]
+        ).fetchone() or (0,)
     hnsw = sum(size for name, size in rows if name.endswith("embedding_idx"))
     gin = sum(size for name, size in rows if name.endswith("tsv_idx"))
     return {
@@ -43,11 +45,11 @@ def sizes(superuser: str) -> dict[str, Any]:
     }
 
 
-async def _ours(conn, vector, text, departments, limit=TOP_K):  # type: ignore[no-untyped-def]
+async def _ours(conn, vector, text, departments, limit=TOP_K):
     return await hybrid_search(conn, ROLE, text=text, vector=vector, departments=departments, limit=limit)
 
 
-async def _two_queries(conn, vector, text, departments, limit=TOP_K):  # type: ignore[no-untyped-def]
+async def _two_queries(conn, vector, text, departments, limit=TOP_K):
     """What several frameworks do: a vector query, then a text query, fused in the application."""
     ranked: list[list[Any]] = []
     for with_vector in (True, False):
@@ -73,7 +75,7 @@ async def _two_queries(conn, vector, text, departments, limit=TOP_K):  # type: i
     return sorted(scores, key=lambda k: -scores[k])[:limit]
 
 
-async def _naive(conn, vector, text, departments, limit=TOP_K):  # type: ignore[no-untyped-def]
+async def _naive(conn, vector, text, departments, limit=TOP_K):
     async with conn.transaction():
         await conn.execute(f"SET LOCAL ROLE {ROLE.value}")
         await conn.execute("SET LOCAL hnsw.ef_search = 80")
@@ -84,7 +86,7 @@ async def _naive(conn, vector, text, departments, limit=TOP_K):  # type: ignore[
         return await cursor.fetchall()
 
 
-async def _timed(run, conn, cases, repeat: int) -> tuple[dict[str, float], list[Any]]:  # type: ignore[no-untyped-def]
+async def _timed(run, conn, cases, repeat: int) -> tuple[dict[str, float], list[Any]]:
     samples, results = [], []
     for _ in range(repeat):
         for vector, text, departments in cases:
