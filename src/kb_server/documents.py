@@ -6,7 +6,7 @@ the same answer: nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 
 from psycopg import AsyncConnection
@@ -49,7 +49,9 @@ class StoredSection:
 
 
 @dataclass(frozen=True)
-class StoredDocument:
+class ListedDocument:
+    """A document version's metadata, as the caller's role may read it."""
+
     doc_code: str
     title: str
     version: str
@@ -58,13 +60,19 @@ class StoredDocument:
     department: str
     classification: str
     owner: str
-    regulatory_refs: list[str]
-    versions: list[str]
-    sections: list[StoredSection]
 
     @property
     def citation(self) -> str:
         return f"kb://{self.department}/{self.doc_code}"
+
+
+@dataclass(frozen=True)
+class StoredDocument(ListedDocument):
+    """A version with its sections, and the other versions of its doc code."""
+
+    regulatory_refs: list[str] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)
+    sections: list[StoredSection] = field(default_factory=list)
 
 
 async def fetch_document(
@@ -106,18 +114,6 @@ def join_sections(chunk_rows: list[tuple[str, str, str, bool]]) -> list[StoredSe
         else:
             sections.append(StoredSection(section_path, anchor, content, suspect))
     return sections
-
-
-@dataclass(frozen=True)
-class ListedDocument:
-    doc_code: str
-    title: str
-    version: str
-    status: str
-    effective_date: date
-    department: str
-    classification: str
-    owner: str
 
 
 async def list_documents(

@@ -13,7 +13,7 @@ import re
 import unicodedata
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Annotated, Any
 
 import anyio
@@ -29,7 +29,7 @@ from pydantic import Field
 from ingest.embedders import Embedder, make_embedder
 from kb_server.db.embedding_space import check_embedding_space
 from kb_server.departments import DEPARTMENTS
-from kb_server.documents import StoredDocument, fetch_document, list_documents
+from kb_server.documents import ListedDocument, StoredDocument, fetch_document, list_documents
 from kb_server.models import (
     NOTICE,
     DocumentDetail,
@@ -319,21 +319,18 @@ def _register_tools(server: MCPServer) -> None:
             rows, total = await list_documents(
                 conn, caller_role(ctx), department=department, status=status, limit=MAX_LISTED
             )
-        summaries = [DocumentSummary(**vars(row), citation=f"kb://{row.department}/{row.doc_code}") for row in rows]
+        summaries = [summary_of(row) for row in rows]
         return DocumentList(documents=summaries, total=total, truncated=total > len(summaries))
+
+
+def summary_of(document: ListedDocument) -> DocumentSummary:
+    metadata = {f.name: getattr(document, f.name) for f in fields(ListedDocument)}
+    return DocumentSummary(**metadata, citation=document.citation)
 
 
 def document_detail(document: StoredDocument) -> DocumentDetail:
     detail = DocumentDetail(
-        doc_code=document.doc_code,
-        title=document.title,
-        version=document.version,
-        status=document.status,
-        effective_date=document.effective_date,
-        department=document.department,
-        classification=document.classification,
-        owner=document.owner,
-        citation=document.citation,
+        **summary_of(document).model_dump(),
         regulatory_refs=document.regulatory_refs,
         other_versions=[v for v in document.versions if v != document.version],
         sections=[],
