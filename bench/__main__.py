@@ -71,8 +71,7 @@ def start_database(state: Path, *, tuned: bool) -> str:
             conn.execute("ALTER SYSTEM SET shared_buffers = '4GB'")
             conn.execute("ALTER SYSTEM SET effective_cache_size = '12GB'")
             conn.execute("ALTER SYSTEM SET max_parallel_maintenance_workers = 2")
-        server.stop()
-        superuser = EmbeddedPostgres(state).start()
+        server.restart()
     return superuser
 
 

@@ -225,6 +225,10 @@ def serve(
         port=settings.server.http_port,
         log_level="warning",
         access_log=False,
+        # The failed-authentication limit is per client address. uvicorn would otherwise take that address
+        # from X-Forwarded-For on connections from 127.0.0.1 (every caller, at the default bind), so a
+        # token guesser could rotate the header to get a fresh allowance on every guess.
+        proxy_headers=False,
     )
 
 

@@ -6,7 +6,9 @@
 - Each token has a token bucket (KB_RATE_LIMIT_PER_MINUTE, burst KB_RATE_LIMIT_BURST): 429 with
   Retry-After when it is empty. Failed authentications are limited per client address the same way,
   so guessing tokens is slow.
-- Request bodies over KB_MAX_REQUEST_BYTES get 413 before they are read.
+- Request bodies over KB_MAX_REQUEST_BYTES get 413 before they are read; one sent without Content-Length
+  (chunked) gets 413 once it passes the limit, from the SDK's body limit, which build_http_app sets to the
+  same number.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kb_server.roles import Role
 from kb_server.settings import ServerSettings
@@ -142,23 +144,9 @@ class BearerAuthMiddleware:
             return
         scope.setdefault("state", {})["kb_role"] = entry.role
         scope["state"]["kb_caller"] = entry.name
-        await self.app(scope, _limited(receive, self.max_bytes), send)
-
-
-def _limited(receive: Receive, limit: int) -> Receive:
-    """A body sent without Content-Length (chunked) is cut off at the limit too."""
-    seen = 0
-
-    async def wrapped() -> Message:
-        nonlocal seen
-        message = await receive()
-        if message["type"] == "http.request":
-            seen += len(message.get("body", b""))
-            if seen > limit:
-                raise ValueError(f"request body over {limit} bytes")
-        return message
-
-    return wrapped
+        # A chunked body is not cut off here: raising from receive() was a 500. The SDK's
+        # RequestBodyLimitMiddleware (max_request_body_size in build_http_app) answers it with 413.
+        await self.app(scope, receive, send)
 
 
 async def _reply(

@@ -5,79 +5,16 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from psycopg import conninfo as pg_conninfo
+from tests.server.conftest import VENV_BIN, client_with, database_url
 
-from kb_server.http import add_token
 from kb_server.roles import Role
 
 pytestmark = pytest.mark.anyio
-VENV_BIN = Path(sys.executable).parent
-
-
-def database_url(targets) -> str:  # type: ignore[no-untyped-def]
-    params = pg_conninfo.conninfo_to_dict(targets.owner)
-    return f"postgresql://{params['user']}@/{params['dbname']}?host={params['host']}"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def http_server(corpus_database, tmp_path_factory) -> Iterator[tuple[str, dict[str, str], Path]]:
-    folder = tmp_path_factory.mktemp("http")
-    tokens_file = folder / "tokens.json"
-    tokens = {role: add_token(tokens_file, f"{role.value}-client", role) for role in Role}
-    tokens["limited"] = add_token(tokens_file, "limited-client", Role.DEMO_READONLY)
-    port = free_port()
-    log = folder / "server.log"
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url(corpus_database.targets),
-        "KB_TOKENS_FILE": str(tokens_file),
-        "KB_HTTP_PORT": str(port),
-        "KB_RATE_LIMIT_PER_MINUTE": "30",
-        "KB_RATE_LIMIT_BURST": "20",
-        "KB_MAX_REQUEST_BYTES": "16384",
-    }
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [str(VENV_BIN / "kb"), "serve", "--transport", "http"], env=env, stdout=out, stderr=subprocess.STDOUT
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx2.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx2.TransportError:
-                time.sleep(0.3)
-        else:
-            raise AssertionError("the HTTP server did not start:\n" + log.read_text())
-        yield url, {k.value if isinstance(k, Role) else k: v for k, v in tokens.items()}, log
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-
-
-def client_with(url: str, token: str | None, headers: dict[str, str] | None = None) -> Client:
-    all_headers = {**(headers or {}), **({"Authorization": f"Bearer {token}"} if token else {})}
-    http = httpx2.AsyncClient(headers=all_headers, timeout=30)
-    return Client(streamable_http_client(f"{url}/mcp", http_client=http))
 
 
 async def test_over_http_each_token_gets_its_roles_slice(http_server):

@@ -1,6 +1,10 @@
 """A local HTTP server that speaks OpenAI's /v1/embeddings wire format, for testing the real `openai`
 client code here, where the OpenAI API cannot be reached. It answers with scripted HTTP statuses
 (429, 500, ...) before succeeding, and records every request it was sent.
+
+For the reliability faults (reliability/faults.py) it can also listen on a given port (so that an
+endpoint taken down comes back at the same address) and hold requests: while `gate` is clear, a
+request is recorded on arrival and answered only once the gate is set again.
 """
 
 from __future__ import annotations
@@ -30,14 +34,18 @@ class EmbeddingsServer:
     requests: list[dict] = field(default_factory=list)
     retry_after: str | None = None
     url: str = ""
+    gate: threading.Event = field(default_factory=threading.Event)  # clear: hold requests until it is set
 
     def reply_status(self) -> int:
         return self.script.pop(0) if self.script else 200
 
 
 @contextmanager
-def embeddings_server(script: list[int] | None = None, retry_after: str | None = None) -> Iterator[EmbeddingsServer]:
+def embeddings_server(
+    script: list[int] | None = None, retry_after: str | None = None, *, port: int = 0
+) -> Iterator[EmbeddingsServer]:
     state = EmbeddingsServer(script=list(script or []), retry_after=retry_after)
+    state.gate.set()
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -49,6 +57,7 @@ def embeddings_server(script: list[int] | None = None, retry_after: str | None =
             with lock:
                 state.requests.append({**body, "authorization": self.headers.get("Authorization")})
                 status = state.reply_status()
+            state.gate.wait(timeout=300)
             if self.path != "/v1/embeddings":
                 status = 404
             if status != 200:
@@ -79,14 +88,18 @@ def embeddings_server(script: list[int] | None = None, retry_after: str | None =
             if retry_after:
                 self.send_header("Retry-After", retry_after)
             self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client is gone (a held request whose caller was killed)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         yield state
     finally:
+        state.gate.set()  # let held requests finish
         server.shutdown()
         server.server_close()

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import PurePosixPath
 
-from ingest.document import HeaderError, Heading, ParsedDocument, ParseError
+from ingest.document import HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table, Unit
 
 FORMATS = {
     ".md": "markdown",
@@ -50,6 +51,32 @@ def parse_document(data: bytes, name: str, *, max_bytes: int) -> ParsedDocument:
             "the document has no section headings: its chunks are cut and cited by section, so give it "
             "numbered headings (for example '## 1. Purpose', <h2>, or Word's Heading 1 style)"
         )
+    if not any(isinstance(b, Table) or (isinstance(b, Paragraph | Unit) and b.text.strip()) for b in document.blocks):
+        # With no chunk to store, ingestion used to fail outside ParseError (numpy could not stack no vectors).
+        raise ParseError("the document has section headings but no text under them: there is nothing to index")
+    return _without_nul(document)
+
+
+def _without_nul(document: ParsedDocument) -> ParsedDocument:
+    """NUL characters (a JSON \\u0000 or YAML \\0 escape, a PDF's text layer) become U+FFFD, as CommonMark
+    does for Markdown: PostgreSQL text cannot hold them, so the file would otherwise fail in the database."""
+
+    def clean(text: str) -> str:
+        return text.replace("\x00", "\ufffd")
+
+    header = document.header
+    document.header = replace(
+        header,
+        title=clean(header.title),
+        owner=clean(header.owner),
+        regulatory_refs=tuple(clean(ref) for ref in header.regulatory_refs),
+    )
+    document.blocks = [
+        Table(tuple(tuple(clean(cell) for cell in row) for row in b.rows))
+        if isinstance(b, Table)
+        else replace(b, text=clean(b.text))
+        for b in document.blocks
+    ]
     return document
 
 

@@ -8,7 +8,7 @@ from markdown_it.token import Token
 
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
 from ingest.header import build_header
-from ingest.parsers.text import decode_text
+from ingest.parsers.text import decode_text, load_yaml
 
 _MD = MarkdownIt("commonmark").enable("table")
 
@@ -23,7 +23,7 @@ def split_front_matter(text: str) -> tuple[dict[str, object], str]:
     if end == -1:
         raise HeaderError("header block: the front matter opened with '---' is never closed by a '---' line")
     try:
-        raw = yaml.safe_load(text[3:end])
+        raw = load_yaml(text[3:end])
     except yaml.YAMLError as exc:
         raise HeaderError(f"header block: the front matter is not valid YAML ({exc.__class__.__name__})") from None
     if not isinstance(raw, dict):

@@ -100,7 +100,20 @@ class SqsWorker:
             if self.stop.is_set():
                 self._release(messages)
                 break
-            self.process(messages)
+            try:
+                self.process(messages)
+            except (ClientError, BotoCoreError) as exc:
+                # The batch is stored but its delete did not get through (the endpoint went away after the
+                # receive): its messages come back after the visibility timeout and are skipped as unchanged.
+                # Back off as for an unreachable queue rather than die.
+                failures += 1
+                pause = random.uniform(0, min(self.max_backoff_s, 0.5 * 2**failures))
+                log.warning(
+                    "could not delete the processed messages (%s); they will be delivered again; retrying in %.1f s",
+                    exc.__class__.__name__,
+                    pause,
+                )
+                self.stop.wait(pause)
         return self.stats
 
     def process(self, messages: list[dict[str, Any]]) -> set[str]:

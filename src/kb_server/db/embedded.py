@@ -34,15 +34,26 @@ class EmbeddedPostgres:
 
     def stop(self) -> bool:
         """Stop the server whoever started it; False when it was not running."""
-        pg_ctl = POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION] / "pg_ctl"
         if not (self.data_dir / "postmaster.pid").exists():
             return False
-        user = self.data_dir.owner()
-        command = [str(pg_ctl), "-w", "-D", str(self.data_dir), "stop", "-m", "fast"]
-        if user != _current_user():
-            command = ["su", user, "-s", "/bin/sh", "-c", " ".join(command)]
-        subprocess.run(command, check=True, capture_output=True, timeout=60)
+        self._pg_ctl("stop", "-m", "fast")
         return True
+
+    def restart(self) -> None:
+        """Restart the running server in place (same options), e.g. after ALTER SYSTEM."""
+        # The new server process must not inherit a pipe of ours, or waiting for pg_ctl never ends.
+        self._pg_ctl("restart", "-m", "fast", "-l", str(self.data_dir / "log"), capture=False)
+
+    def _pg_ctl(self, *arguments: str, capture: bool = True) -> None:
+        pg_ctl = POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION] / "pg_ctl"
+        command = [str(pg_ctl), "-w", "-D", str(self.data_dir), *arguments]
+        user = self.data_dir.owner()
+        if user != _current_user():  # as root, the server runs as its own system user
+            command = ["su", user, "-s", "/bin/sh", "-c", " ".join(command)]
+        if capture:
+            subprocess.run(command, check=True, capture_output=True, timeout=120)
+        else:
+            subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
 
     def describe(self) -> str:
         return f"embedded PostgreSQL, data in {self.data_dir}"
