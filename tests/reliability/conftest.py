@@ -8,6 +8,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from evals.cache import CachingEmbedder
@@ -18,7 +19,7 @@ from tests.conftest import server_dir
 
 
 @pytest.fixture(scope="session")
-def restartable_database(local_embedder) -> Iterator[tuple[Cluster, str]]:  # type: ignore[no-untyped-def]
+def restartable_database(local_embedder: Any) -> Iterator[tuple[Cluster, str]]:
     """A PostgreSQL of its own (the fault stops it), outside pytest's temporary root, with a few corpus
     documents of each classification; (its cluster, its DATABASE_URL)."""
     state = server_dir("reliability")
@@ -35,7 +36,7 @@ def restartable_database(local_embedder) -> Iterator[tuple[Cluster, str]]:  # ty
 
 
 @pytest.fixture(scope="module")
-def rig(postgres_superuser, tmp_path_factory) -> Iterator[Rig]:  # type: ignore[no-untyped-def]
+def rig(postgres_superuser: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     """moto's server as a process, the proxy the workers reach it through, and the local embeddings endpoint."""
     with ingest_rig(postgres_superuser, tmp_path_factory.mktemp(f"rig-{os.getpid()}")) as ingest:
         yield ingest

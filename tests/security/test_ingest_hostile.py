@@ -8,21 +8,16 @@ chunks, and a failed file leaves the stored rows exactly as they were)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
-import psycopg
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ingest.chunker import chunk_document
-from ingest.document import ParseError
-from ingest.parsers import FORMATS, parse_document
-from ingest.scanner import scan_for_injection
+from ingest.parsers import FORMATS
 from tests.conftest import REPO
+from tests.security.ingest_checks import ingest_and_check, parse_or_reason
 from tests.support.documents import markdown_document
 
-MAX_BYTES = 2_000_000  # the ingestor fixture's limit
 EXTENSIONS = sorted(FORMATS)
 SAMPLES = {  # the smallest real corpus file of each format: mutations of them reach deep into each parser
     suffix: min((REPO / "corpus").rglob(f"*{suffix}"), key=lambda p: p.stat().st_size)
@@ -64,19 +59,6 @@ JUNK = st.binary(max_size=64) | st.sampled_from(
         b"> " * 500,
     ]
 )
-
-
-def parse_or_reason(data: bytes, name: str) -> str | None:
-    """None when the file parses, chunks and scans; the ParseError's message when it fails. Anything else
-    propagates and fails the test."""
-    try:
-        document = parse_document(data, name, max_bytes=MAX_BYTES)
-    except ParseError as exc:
-        assert str(exc).strip(), "a ParseError with no reason"
-        return str(exc)
-    for chunk in chunk_document(document):
-        scan_for_injection(f"{chunk.section_path}\n{chunk.content}")
-    return None
 
 
 @st.composite
@@ -123,43 +105,6 @@ def test_mutated_corpus_files_parse_or_fail_with_a_parse_error(case):
     event("parsed" if parse_or_reason(data, name) is None else "ParseError")
 
 
-@dataclass(frozen=True)
-class Stored:
-    documents: frozenset[tuple]
-    chunks: int
-    orphan_chunks: int
-    empty_documents: int
-
-
-def stored(owner: str) -> Stored:
-    with psycopg.connect(owner, autocommit=True) as conn:
-        documents = conn.execute("SELECT doc_id, doc_code, version, status, source_sha256 FROM kb.documents")
-        rows = frozenset(documents.fetchall())
-        (chunks,) = conn.execute("SELECT count(*) FROM kb.chunks").fetchone()  # type: ignore[misc]
-        (orphans,) = conn.execute(  # type: ignore[misc]
-            "SELECT count(*) FROM kb.chunks c WHERE NOT EXISTS (SELECT 1 FROM kb.documents d WHERE d.doc_id = c.doc_id)"
-        ).fetchone()
-        (empty,) = conn.execute(  # type: ignore[misc]
-            "SELECT count(*) FROM kb.documents d WHERE NOT EXISTS (SELECT 1 FROM kb.chunks c WHERE c.doc_id = d.doc_id)"
-        ).fetchone()
-    return Stored(rows, chunks, orphans, empty)
-
-
-def ingest_and_check(ingestor, database, name: str, data: bytes, source_uri: str) -> str:  # type: ignore[no-untyped-def]
-    """Ingest one file; check the outcome agrees with the parser's verdict and nothing partial is stored."""
-    verdict = parse_or_reason(data, name)
-    before = stored(database.owner)
-    result = ingestor.ingest(data, name=name, source_uri=source_uri)  # nothing may escape
-    after = stored(database.owner)
-    assert (after.orphan_chunks, after.empty_documents) == (0, 0), (name, result)
-    if verdict is not None:
-        assert result.outcome == "failed" and result.reason == verdict, (name, result.reason, verdict)
-        assert after == before, f"{name} failed but changed what was stored"
-    else:
-        assert result.outcome in ("ingested", "unchanged"), (name, result.outcome, result.reason)
-    return result.outcome
-
-
 @settings(
     max_examples=30,
     deadline=None,
@@ -170,7 +115,56 @@ def test_mutated_corpus_files_through_the_ingestor_ingest_or_fail_alone_with_the
     ingestor, database, case
 ):
     name, data = case
-    event(ingest_and_check(ingestor, database, name, data, f"s3://hostile/{name}"))
+    event(ingest_and_check(ingestor, database, name, data, f"s3://hostile/{name}").outcome)
+
+
+HOSTILE_TEXT = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=400) | st.sampled_from(
+    [
+        "ignore " * 3000,
+        "AI assistants: " * 2000,
+        "https://x.example/?" + "a=" * 5000,
+        "A" * 50_000,
+        "aGVsbG8gd29ybGQgaWdub3JlIGFsbA==" * 500,
+        "| a " * 3000 + "|",
+        "<!--" * 2000,
+        "```" * 1000,
+        "# " * 3000,
+        "1." * 5000,
+        "\u202e\u200b" * 2000,
+    ]
+)
+HEADINGS = st.text(alphabet=st.characters(exclude_categories=("Cs", "Cc")), min_size=1, max_size=60)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    sections=st.dictionaries(HEADINGS, HOSTILE_TEXT, min_size=1, max_size=4),
+    kind=st.sampled_from(["markdown", "html"]),
+)
+def test_a_valid_header_with_a_hostile_body_parses_chunks_and_scans_or_fails_with_a_parse_error(sections, kind):
+    if kind == "markdown":
+        name, data = "hostile.md", markdown_document("CMP-SOP-940", sections=sections).encode()
+    else:
+        control = "".join(
+            f"<dt>{label}</dt><dd>{value}</dd>"
+            for label, value in [
+                ("Doc code", "LEG-GDE-940"),
+                ("Title", "Hostile"),
+                ("Version", "1.0"),
+                ("Status", "effective"),
+                ("Effective date", "2026-01-01"),
+                ("Owner", "Legal"),
+                ("Department", "legal"),
+                ("Classification", "public"),
+                ("Regulatory refs", ""),
+            ]
+        )
+        body = "".join(f"<h2>{heading}</h2><p>{text}</p>" for heading, text in sections.items())
+        name, data = (
+            "hostile.html",
+            f'<html><body><dl class="document-control">{control}</dl>{body}</body></html>'.encode(),
+        )
+    event("parsed" if parse_or_reason(data, name) is None else "ParseError")
 
 
 def alias_bomb(levels: int = 9, width: int = 9) -> str:
@@ -208,15 +202,15 @@ def bombs() -> dict[str, bytes]:
 @pytest.mark.parametrize("name", sorted(bombs()))
 def test_a_yaml_alias_bomb_fails_fast_with_a_reason(ingestor, database, name):
     started = time.perf_counter()
-    outcome = ingest_and_check(ingestor, database, name, bombs()[name], f"s3://hostile/{name}")
-    assert outcome == "failed"
+    result = ingest_and_check(ingestor, database, name, bombs()[name], f"s3://hostile/{name}")
+    assert result.outcome == "failed" and "YAML" in (result.reason or ""), result.reason
     assert time.perf_counter() - started < 10
 
 
 def test_a_document_with_headings_but_no_text_fails_with_a_reason_and_stores_nothing(ingestor, database):
     empty = markdown_document("CMP-SOP-934", sections={"1. Purpose": "", "2. Scope": "<!-- nothing -->"})
-    outcome = ingest_and_check(ingestor, database, "empty-sections.md", empty.encode(), "s3://hostile/empty.md")
-    assert outcome == "failed"
+    result = ingest_and_check(ingestor, database, "empty-sections.md", empty.encode(), "s3://hostile/empty.md")
+    assert result.outcome == "failed" and "nothing to index" in (result.reason or "")
 
 
 NUL_JSON = (
@@ -240,3 +234,37 @@ def test_nul_characters_anywhere_in_a_text_file_fail_alone_with_a_parse_error_or
 ):
     """PostgreSQL text cannot hold NUL: the file must not reach the database with one and fail there."""
     ingest_and_check(ingestor, database, name, text.encode(), f"s3://hostile/{name}")
+
+
+def ruled_grid_pdf(rows: int = 60, columns: int = 40) -> bytes:
+    """One page ruled into a rows x columns table with digits across its rows: 122 KB like it in pypdf's test
+    files (issue-301.pdf) took 53 s to read, one clipped text extraction of the whole page per cell."""
+    import pymupdf
+
+    document = pymupdf.open()
+    page = document.new_page(width=612, height=792)
+    left, top, width, height = 20, 20, 14, 12
+    for r in range(rows + 1):
+        page.draw_line((left, top + r * height), (left + columns * width, top + r * height), width=0.5)
+    for c in range(columns + 1):
+        page.draw_line((left + c * width, top), (left + c * width, top + rows * height), width=0.5)
+    for r in range(rows):  # one line of digits per row, about one digit per cell
+        page.insert_text((left + 2, top + r * height + 9), "   ".join(str(r % 10) * columns), fontsize=6)
+    return document.tobytes()
+
+
+def test_a_pdf_ruled_into_a_huge_table_is_read_with_bounded_work(monkeypatch):
+    import pymupdf
+
+    clipped = 0
+    get_text = pymupdf.Page.get_text
+
+    def counting(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal clipped
+        clipped += kwargs.get("clip") is not None
+        return get_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(pymupdf.Page, "get_text", counting)
+    reason = parse_or_reason(ruled_grid_pdf(), "grid.pdf")
+    assert reason is not None  # no header block: it fails, with a reason
+    assert clipped <= 500, f"{clipped} clipped re-reads of the page for one table (2,400 cells)"
