@@ -222,7 +222,9 @@ class DatabaseRestartResult:
     outage_s: float
     timeline: dict[str, float]
     before: dict[str, int]
-    during: dict[str, int]
+    during: dict[str, int]  # outcomes of the searches asked while the database was down
+    served_while_down: int  # of those, answered before its start was even asked for (none can be)
+    unavailable_total: int  # "temporarily unavailable" answers over the whole run (in flight at the stop too)
     unavailable_latency_ms: dict[str, float]  # of every "temporarily unavailable" answer in the run
     other_tool_during: dict[str, str]
     after_start: dict[str, int]
@@ -234,11 +236,13 @@ class DatabaseRestartResult:
     kb_server_connections_after: int
 
     @property
-    def during_all_unavailable(self) -> bool:
-        return bool(self.during) and set(self.during) == {"unavailable"}
+    def outage_answered_clearly(self) -> bool:
+        """Searches asked while the database was down got the clear error (or, when the database came back
+        while they waited for a connection, an answer), and searches did get the error."""
+        return self.unavailable_total > 0 and set(self.during) <= {"unavailable", "ok"} and self.served_while_down == 0
 
     def summary(self) -> dict[str, Any]:
-        return {**asdict(self), "during_all_unavailable": self.during_all_unavailable}
+        return {**asdict(self), "outage_answered_clearly": self.outage_answered_clearly}
 
 
 def database_restart(
@@ -252,7 +256,7 @@ def database_restart(
 ) -> DatabaseRestartResult:
     """Stop the database under a serving `kb serve`, keep searching for `outage_s`, start it again, and
     measure how fast failures come and how soon every client is served again."""
-    with serve_http(db_url, folder, **UNLIMITED) as server:
+    with serve_http(db_url, folder, UNLIMITED) as server:
         pid = server.pid
         result = asyncio.run(_database_restart(server, cluster, clients, outage_s, recovery_timeout_s))
         result.server_pid_unchanged = server.pid == pid and server.process.is_running()
@@ -306,13 +310,15 @@ async def _database_restart(
     await asyncio.sleep(2)
     await searchers.stop()
     timeline.mark("end")
-    during = searchers.between(down, start_requested)
+    during = [c for c in searchers.calls if down <= c.began < start_requested]
     return DatabaseRestartResult(
         clients=clients,
         outage_s=outage_s,
         timeline=timeline.marks,
         before=outcomes(searchers.between(0, stop_requested)),
         during=outcomes(during),
+        served_while_down=sum(1 for c in during if c.outcome == "ok" and c.ended < start_requested),
+        unavailable_total=sum(1 for c in searchers.calls if c.outcome == "unavailable"),
         unavailable_latency_ms=stats_ms([c.seconds for c in searchers.calls if c.outcome == "unavailable"]),
         other_tool_during=other,
         after_start=outcomes([c for c in searchers.calls if c.began >= up]),
@@ -373,7 +379,7 @@ def embedding_outage(
     endpoint = EmbeddingsEndpoint().up()
     try:
         targets = openai_database(superuser, database, endpoint, sample_documents())
-        with serve_http(database_url(targets.owner), folder, **UNLIMITED, **endpoint.env()) as server:
+        with serve_http(database_url(targets.owner), folder, {**UNLIMITED, **endpoint.env()}) as server:
             pid = server.pid
             result = asyncio.run(_embedding_outage(server, endpoint, clients, outage_s, recovery_timeout_s))
             result.server_pid_unchanged = server.pid == pid and server.process.poll() is None
@@ -665,7 +671,7 @@ def worker_kill(rig: Rig, stage: str) -> KillResult:
             # it would be waiting for the client's next message and notice at once).
             conn.execute(f'ALTER DATABASE "{name}" SET client_connection_check_interval = 200')
     elif stage == "after_commit":
-        rig.proxy.hold_deletes = True
+        rig.proxy.hold()
 
     killed = rig.worker(queue, targets, f"{name}-killed")
     try:
@@ -690,6 +696,7 @@ def worker_kill(rig: Rig, stage: str) -> KillResult:
             at_kill["documents"] = stored_documents(owner, doc_code)
             at_kill["chunks"] = len(stored_chunks(owner, doc_code))
         at_kill["worker_alive"] = killed.alive
+        at_kill["deliveries"] = sum(1 for r in rig.proxy.receives if doc_code in r.body)
         timeline.mark("stage reached")
         killed.process.kill()
         killed.process.wait(timeout=30)
@@ -717,7 +724,9 @@ def worker_kill(rig: Rig, stage: str) -> KillResult:
         elif stage == "after_commit":
             rig.proxy.release_held()
 
-    message_ids = {r.message_id for r in rig.proxy.receives if doc_code in r.body}
+    def message_ids() -> set[str]:
+        return {r.message_id for r in rig.proxy.receives if doc_code in r.body}
+
     fresh = rig.worker(queue, targets, f"{name}-fresh")
     timeline.mark("fresh worker started")
     try:
@@ -725,7 +734,7 @@ def worker_kill(rig: Rig, stage: str) -> KillResult:
             lambda: (
                 queue.depth() == (0, 0)
                 and stored_documents(owner, doc_code) == 1
-                and any(d.ok for m in message_ids for d in rig.proxy.deleted(m))
+                and any(d.ok for m in message_ids() for d in rig.proxy.deleted(m))
             ),
             180,
             "a fresh worker to drain the queue",
@@ -743,7 +752,7 @@ def worker_kill(rig: Rig, stage: str) -> KillResult:
         "queue": list(queue.depth()),
         "dlq": queue.dlq_depth(),
     }
-    receives = [r for m in message_ids for r in rig.proxy.received(m)]
+    receives = [r for m in message_ids() for r in rig.proxy.received(m)]
     result = KillResult(
         stage=stage,
         doc_code=doc_code,
@@ -753,7 +762,7 @@ def worker_kill(rig: Rig, stage: str) -> KillResult:
         after_kill=after_kill,
         final=final,
         receive_counts=[r.receive_count for r in sorted(receives, key=lambda r: r.at)],
-        deletes_ok=sum(1 for m in message_ids for d in rig.proxy.deleted(m) if d.ok),
+        deletes_ok=sum(1 for m in message_ids() for d in rig.proxy.deleted(m) if d.ok),
         fresh_worker_exit=exit_code,
     )
     drop_database(rig.superuser, name)
@@ -837,7 +846,7 @@ def aws_outage(
         all_in = timeline.mark("all three ingested") - up
         del down
 
-        proxy.hold_deletes = True
+        proxy.hold()
         for code in second:
             queue.upload(f"aws/{code}.md", markdown(code, sections=3))
         wait_until(proxy.held.is_set, 60, "the worker's delete of the batch in hand")

@@ -143,6 +143,11 @@ class Cluster:
     def start_again(self) -> None:
         self._kb("db", "start")
 
+    def shutdown(self) -> None:
+        """Stop it, keeping its data."""
+        with suppress(Exception):
+            EmbeddedPostgres(self.state_dir).stop()
+
     def destroy(self) -> None:
         with suppress(Exception):
             EmbeddedPostgres(self.state_dir).stop()
@@ -170,7 +175,9 @@ class ServerProcess:
 
 
 @contextmanager
-def serve_http(db_url: str, folder: Path, *, start_timeout_s: float = 90, **settings: str) -> Iterator[ServerProcess]:
+def serve_http(
+    db_url: str, folder: Path, settings: dict[str, str] | None = None, *, start_timeout_s: float = 90
+) -> Iterator[ServerProcess]:
     """`kb serve --transport http` on a free loopback port, with one bearer token per role; `settings` are
     extra environment variables (KB_RATE_LIMIT_PER_MINUTE, KB_EMBEDDER, ...)."""
     import httpx2
@@ -185,7 +192,7 @@ def serve_http(db_url: str, folder: Path, *, start_timeout_s: float = 90, **sett
         KB_TOKENS_FILE=str(tokens_file),
         KB_HTTP_HOST="127.0.0.1",
         KB_HTTP_PORT=str(port),
-        **settings,
+        **(settings or {}),
     )
     with log.open("w") as out:
         process = psutil.Popen(
@@ -375,6 +382,12 @@ class AwsProxy:
     @property
     def is_up(self) -> bool:
         return self._server is not None
+
+    def hold(self) -> None:
+        """Hold the SQS deletes from now on; `held` is set when one arrives."""
+        self._release = threading.Event()
+        self.held.clear()
+        self.hold_deletes = True
 
     def release_held(self) -> None:
         """Drop the held deletes (their connections are closed unanswered) and forward later ones."""

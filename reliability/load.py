@@ -301,7 +301,7 @@ def run_load(
 ) -> LoadResult:
     """Start the server, measure it idle, run the clients while sampling it, measure it again after."""
     queries, levels = golden_queries(), manifest_levels()
-    with serve_http(db_url, folder, **{**UNLIMITED, **(settings or {})}) as server:
+    with serve_http(db_url, folder, {**UNLIMITED, **(settings or {})}) as server:
         time.sleep(1.0)
         sampler = Sampler(server, sample_every_s)
         before = sampler.now()

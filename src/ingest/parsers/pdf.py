@@ -105,7 +105,7 @@ def _read(document: pymupdf.Document) -> tuple[list[_Line], list[_TableAt]]:
     return lines, tables
 
 
-def _table_rows(table: object, words: list[tuple]) -> list[tuple[str, ...]]:  # type: ignore[type-arg]
+def _table_rows(table: object, words: list[tuple]) -> list[tuple[str, ...]]:
     """Cell texts from the page's words, each word placed in the cell holding its centre: one pass over the
     words, however large the grid (reading each cell's text with its own clipped get_text() re-reads the
     page per cell: 53 s for a 58 x 40 grid), and unlike Table.extract() it keeps the spaces between words."""
