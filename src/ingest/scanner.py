@@ -104,7 +104,13 @@ _OVERRIDE = (
     r"|the\s+above\s+and\s+(?:instead\s+)?(?:say|print|output|respond|reply|write|tell|answer))"
     r"|\b(?:ignora|ignore[zr]?|olvida|oublie[zr]?)\b[^.!?;\n|]{0,30}?\b(?:instrucciones|instructions|consignes"
     r"|indicaciones)\s+(?:anteriores|pr[ée]c[ée]dentes|previas)"
-    r"|\b(?:ignoriere|vergiss)\s+(?:alle\s+)?(?:vorherigen|bisherigen)\s+(?:anweisungen|instruktionen)"
+    r"|\b(?:ignoriere|vergiss)\s+(?:alle\s+)?(?:vorherigen|bisherigen|obigen)\s+(?:anweisungen|instruktionen|regeln)"
+    r"|\b(?:ignora|ignore|esque[cç]a)\s+(?:todas\s+)?(?:as|tutte\s+le|le)\s+(?:instru[çc][õo]es|istruzioni)"
+    r"\s+(?:anteriores|precedenti)"
+    r"|\bolvida\s+(?:todas\s+)?las\s+(?:reglas|instrucciones)|\bne\s+tiens\s+pas\s+compte\s+des\s+"
+    r"(?:contr[ôo]les|instructions|r[èe]gles|consignes)"
+    r"|игнорируй\s+(?:все\s+)?(?:предыдущие|прежние)\s+(?:инструкции|указания)"
+    r"|忽略(?:之前|以前|上述)的?(?:所有)?(?:指令|指示|说明)|(?:これまで|以前|上記)の指示を(?:すべて|全て)?無視"
 )
 _ADDRESSED = (
     rf"(?:{_LEAD}{_PREFIX}|\b{_PREFIX}){_AI}{_QUALIFIER}?{_PARTICIPLE}?{_SEP}{_CLAUSE}{_POLITE}{_IMP}"
@@ -233,10 +239,21 @@ def _reveal_base64(match: re.Match[str]) -> str:
     return f"{match.group()}\n{decoded}\n" if " " in decoded and decoded.isprintable() else match.group()
 
 
+# Cyrillic and Greek letters that look like Latin ones ("Nоte tо АI" with Cyrillic о and А).
+_CONFUSABLES = str.maketrans(
+    "аеорсухіјѕАВЕКМНОРСТХІЈЅαοκνρτυχΑΒΕΗΙΚΜΝΟΡΤΥΧ", "aeopcyxijsABEKMHOPCTXIJSaoknptuxABEHIKMNOPTYX"
+)
+# Digits inside a word of letters ("1gn0r3 4ll pr3v10u5 1n5truct10n5"); only words that mix the two.
+_LEET_WORD = re.compile(r"\b(?=\w*[a-zA-Z])(?=\w*[013457])[a-zA-Z013457]{3,}\b")
+_LEET = str.maketrans("013457", "oieast")
+
+
 def normalise(text: str) -> str:
-    """NFKC, drop invisible characters, straighten quotes, join spaced letters, decode base64 prose,
-    collapse whitespace (keeping line breaks, which end a construction)."""
-    text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE).translate(_QUOTES)
+    """NFKC, look-alike letters to Latin, leetspeak words to letters, drop invisible characters,
+    straighten quotes, join spaced letters, decode base64 prose, collapse whitespace (keeping line breaks,
+    which end a construction)."""
+    text = unicodedata.normalize("NFKC", text).translate(_CONFUSABLES).translate(_INVISIBLE).translate(_QUOTES)
+    text = _LEET_WORD.sub(lambda m: m.group().translate(_LEET) if not m.group().isdigit() else m.group(), text)
     text = _SPACED_LETTERS.sub(lambda m: m.group().replace(" ", ""), text)
     text = _BASE64.sub(_reveal_base64, text)
     text = re.sub(r"[^\S\n]+", " ", text)

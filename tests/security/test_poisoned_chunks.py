@@ -28,9 +28,10 @@ DOCUMENTS = [
     ("FIN-SOP-963", "confidential"),
     ("SEC-GDE-964", "internal"),
 ]
-# Measured when this set was written (scanner of this commit): 17 of the 40 flagged. Raise it as the scanner
+# Measured when this set was written: 17 of the 40 flagged; 25 once the scanner read look-alike letters,
+# leetspeak and five more languages. Raise it as the scanner
 # learns; a drop means the scanner lost something it caught.
-FLAGGED_FLOOR = 17
+FLAGGED_FLOOR = 25
 
 
 def documents() -> dict[str, str]:
