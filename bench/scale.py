@@ -100,8 +100,10 @@ def vector_recall(conninfo: str, vectors: np.ndarray, departments: list[str] | N
     """recall@10 of the served vector leg against an exact scan, and the mean rows returned for LIMIT 50."""
     where = "is_effective AND (%(d)s::text[] IS NULL OR department = ANY(%(d)s))"
     # As the hybrid query does: the index's (relaxed-order) candidates, then ranked by their distance.
-    statement = (f"SELECT chunk_id FROM (SELECT chunk_id, embedding <=> %(v)s AS distance FROM kb.searchable_chunks "
-                 f"WHERE {where} ORDER BY embedding <=> %(v)s LIMIT %(n)s) nearest ORDER BY distance")
+    statement = (
+        f"SELECT chunk_id FROM (SELECT chunk_id, embedding <=> %(v)s AS distance FROM kb.searchable_chunks "
+        f"WHERE {where} ORDER BY embedding <=> %(v)s LIMIT %(n)s) nearest ORDER BY distance"
+    )
     recalls, returned = [], []
     with psycopg.connect(conninfo, autocommit=True) as conn:
         register_vector(conn)

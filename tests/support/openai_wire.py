@@ -9,6 +9,7 @@ request is recorded on arrival and answered only once the gate is set again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -88,10 +89,9 @@ def embeddings_server(
             if retry_after:
                 self.send_header("Retry-After", retry_after)
             self.end_headers()
-            try:
+            # The client may be gone (a held request whose caller was killed).
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client is gone (a held request whose caller was killed)
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"

@@ -1,0 +1,186 @@
+"""`poe reliability` (`python -m reliability`): the full load, the soak and every fault, into
+reliability/report.md (and reliability/results.json).
+
+    python -m reliability                                  # everything (about 25 minutes on 2 cores)
+    python -m reliability --skip-soak --kill-repeats 1     # without the 10-minute soak
+    python -m reliability --clients 50 --searches 10000 --soak-minutes 10 --soak-rate 10
+
+Its own embedded PostgreSQL lives under .kb-reliability/ (the corpus is ingested into a fresh database
+there, the way evals/run.py builds its own); every other process (kb serve, kb worker, moto's server, the
+local embeddings endpoint, the proxy) runs on loopback and is stopped when its part ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import psutil
+import psycopg
+
+from reliability import faults, load, report
+from reliability.harness import REPO, Cluster
+
+OUT = REPO / "reliability"
+
+
+def machine(superuser: str) -> dict[str, Any]:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    with psycopg.connect(superuser) as conn:
+        postgres = conn.execute("SHOW server_version").fetchone()
+        vector = conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "postgresql": postgres[0] if postgres else None,
+        "pgvector": vector[0] if vector else None,
+    }
+
+
+def timed(results: dict[str, Any], name: str, run: Any) -> Any:
+    """Run one part; its seconds go to results['seconds']. A part that raises is recorded in
+    results['failures'] (and fails the report) instead of ending the run; it returns None then."""
+    print(f"{name} ...", flush=True)
+    load_before = os.getloadavg()[0]
+    started = time.perf_counter()
+    try:
+        value = run()
+    except Exception as exc:
+        print(traceback.format_exc(), flush=True)
+        results.setdefault("failures", []).append(f"{name}: {type(exc).__name__}: {exc}")
+        value = None
+    results.setdefault("seconds", {})[name] = round(time.perf_counter() - started, 1)
+    # The machine's 1-minute load average around each part: anything else running shows here.
+    results.setdefault("load_average", {})[name] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+    print(f"{name}: {results['seconds'][name]} s", flush=True)
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--searches", type=int, default=10_000)
+    parser.add_argument("--load-deadline", type=float, default=1800, help="hard deadline of the load, seconds")
+    parser.add_argument("--soak-minutes", type=float, default=10)
+    parser.add_argument("--soak-clients", type=int, default=8)
+    parser.add_argument("--soak-rate", type=float, default=10, help="searches per second, all clients together")
+    parser.add_argument("--kill-repeats", type=int, default=3, help="times the worker is killed at each stage")
+    parser.add_argument("--skip-load", action="store_true")
+    parser.add_argument("--skip-soak", action="store_true")
+    parser.add_argument("--skip-faults", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="short outages, for a smoke run (not for the report)")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    command = "python -m reliability " + " ".join(argv if argv is not None else sys.argv[1:])
+    results: dict[str, Any] = {"command": command.strip(), "started": time.strftime("%Y-%m-%d %H:%M %Z")}
+    state = load.STATE
+    work = state / "runs"
+    shutil.rmtree(work, ignore_errors=True)
+    cluster = Cluster(state)
+    try:
+        superuser, db_url = timed(results, "corpus database", lambda: load.corpus_database(state))
+        cluster.superuser = superuser
+        results["machine"] = machine(superuser)
+        if not args.skip_load:
+            outcome = timed(
+                results,
+                "load",
+                lambda: load.run_load(
+                    db_url, work / "load", clients=args.clients, searches=args.searches, deadline_s=args.load_deadline
+                ),
+            )
+            if outcome is not None:
+                results["load"] = outcome.summary()
+        if not args.skip_soak:
+            soaked = timed(
+                results,
+                "soak",
+                lambda: load.soak(
+                    db_url,
+                    work / "soak",
+                    minutes=args.soak_minutes,
+                    clients=args.soak_clients,
+                    rate_per_s=args.soak_rate,
+                    warmup_s=min(120.0, args.soak_minutes * 60 / 5),
+                ),
+            )
+            if soaked is not None:
+                results["soak"] = soaked.summary()
+                results["soak"]["series"] = [[s.at_s, s.rss_mb, s.threads, s.fds] for s in soaked.load.samples]
+        if not args.skip_faults:
+            run_faults(results, cluster, db_url, work, args.kill_repeats, quick=args.quick)
+    finally:
+        cluster.shutdown()  # its data stays under .kb-reliability/
+    results["seconds"]["total"] = round(time.perf_counter() - started, 1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    report.write(args.out / "report.md", results)
+    print(f"wrote {args.out / 'report.md'} in {results['seconds']['total']} s", flush=True)
+    return 0 if report.all_passed(results) else 1
+
+
+def run_faults(
+    results: dict[str, Any], cluster: Cluster, db_url: str, work: Path, kill_repeats: int, *, quick: bool = False
+) -> None:
+    superuser = cluster.superuser
+    outage = 6 if quick else 15
+    idle, batch = (5, 20) if quick else (30, 90)
+    found: dict[str, Any] = {}
+    results["faults"] = found
+    restart = timed(
+        results,
+        "fault: database restart",
+        lambda: faults.database_restart(cluster, db_url, work / "restart", clients=8, outage_s=outage),
+    )
+    if restart is not None:
+        found["database_restart"] = restart.summary()
+    embedding = timed(
+        results,
+        "fault: embedding endpoint down",
+        lambda: faults.embedding_outage(superuser, work / "embedding", clients=8, outage_s=outage),
+    )
+    if embedding is not None:
+        found["embedding_outage"] = embedding.summary()
+    with faults.ingest_rig(superuser, work / "ingest") as rig:
+        outages = [
+            timed(
+                results,
+                "fault: AWS endpoint down (port closed)",
+                lambda: faults.aws_outage(rig, idle_outage_s=idle, batch_outage_s=batch, mode="down"),
+            ),
+            timed(
+                results,
+                "fault: AWS endpoint refusing the delete",
+                lambda: faults.aws_outage(rig, idle_outage_s=5, batch_outage_s=16, mode="deny"),
+            ),
+        ]
+        found["aws_outage"] = [o.summary() for o in outages if o is not None]
+        kills = []
+        for stage in faults.STAGES:
+            for n in range(1, kill_repeats + 1):
+                name = f"fault: worker killed ({stage}) #{n}"
+                kills.append(timed(results, name, lambda s=stage: faults.worker_kill(rig, s)))
+        found["worker_kills"] = [k.summary() for k in kills if k is not None]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
