@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,43 +21,13 @@ from typing import Any
 import psycopg
 from evals.run import fresh_database
 
-from bench import corpus, report, scale
+from bench import corpus, machine, report, scale
 from bench.synthetic import SyntheticCorpus
 from ingest.embedders.local import LocalEmbedder
 from kb_server.db.embedded import EmbeddedPostgres
 from kb_server.db.embedding_space import EmbeddingSpace
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def machine(superuser: str) -> dict[str, Any]:
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor(),
-    )
-    import os
-
-    import psutil
-
-    with psycopg.connect(superuser) as conn:
-        pg = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
-        vector = conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'").fetchone()
-        buffers = conn.execute("SHOW shared_buffers").fetchone()[0]  # type: ignore[index]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
-        "postgresql": pg,
-        "pgvector": vector[0] if vector else None,
-        "shared_buffers": buffers,
-        "python": platform.python_version(),
-        "commit": commit.stdout.strip(),
-    }
 
 
 def start_database(state: Path, *, tuned: bool) -> str:
@@ -86,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     state.mkdir(exist_ok=True)
     superuser = start_database(state, tuned=not args.quick)
     results: dict[str, Any] = {
-        "machine": machine(superuser),
+        "machine": machine.describe(superuser),
         "quick": args.quick,
         "command": "python -m bench" + (" --quick" if args.quick else f" --scales {args.scales}"),
     }

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import sys
 import time
@@ -23,36 +22,11 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-import psutil
-import psycopg
-
+from bench import machine
 from reliability import faults, load, report
 from reliability.harness import REPO, Cluster
 
 OUT = REPO / "reliability"
-
-
-def machine(superuser: str) -> dict[str, Any]:
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor(),
-    )
-    with psycopg.connect(superuser) as conn:
-        postgres = conn.execute("SHOW server_version").fetchone()
-        vector = conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'").fetchone()
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
-        "os": platform.platform(),
-        "python": platform.python_version(),
-        "postgresql": postgres[0] if postgres else None,
-        "pgvector": vector[0] if vector else None,
-    }
 
 
 def timed(results: dict[str, Any], name: str, run: Any) -> Any:
@@ -99,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         superuser, db_url = timed(results, "corpus database", lambda: load.corpus_database(state))
         cluster.superuser = superuser
-        results["machine"] = machine(superuser)
+        results["machine"] = machine.describe(superuser)
         if not args.skip_load:
             outcome = timed(
                 results,
