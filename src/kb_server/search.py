@@ -42,25 +42,34 @@ text_hits AS (
     SELECT NULL::bigint AS chunk_id, NULL::kb.classification AS classification, NULL::bigint AS rank
     WHERE false
 )"""
-# The full-text leg reads each classification partition on its own, capped at MATCH_CAP matching rows
-# per partition before ranking: ranking costs a read of every tsvector it ranks, so a query matching a
-# quarter of a million chunks would otherwise rank them all (seconds at 1M chunks). Below the cap (every
-# query on the real corpus) the ranking is exact; above it, the first MATCH_CAP matches found are ranked,
-# which only happens for terms too common to tell chunks apart, where the vector leg carries the ranking.
+# The full-text leg reads each classification partition on its own and ranks at most MATCH_CAP of its
+# matching rows: ranking reads every tsvector it ranks, so a question matching a quarter of a million
+# chunks would otherwise rank them all (seconds at 1M chunks). With the OR form the cap is shared out
+# among the question's words: each word brings at most MATCH_CAP / words of its matches. A rare word
+# brings all of its chunks, so a chunk that shares the question's rarer words is always ranked; only a
+# word too common to tell chunks apart contributes an arbitrary sample of its matches. (The first
+# MATCH_CAP matches of the whole OR query would mostly be chunks that share only the common words: on
+# the NPL collection, where 75 of 93 queries match over 2,000 abstracts, full-text MAP fell from 0.231
+# uncapped to 0.185 that way, against 0.228 with the cap shared out.) Below the cap the ranking is exact.
 PARTITIONS = ("public", "internal", "confidential", "restricted")
 MATCH_CAP = 2000
-_TEXT_MATCHES = """
+_WORD_MATCHES = """
+          SELECT word_matches.* FROM unnest((SELECT words FROM query)) AS w(word)
+          CROSS JOIN LATERAL (SELECT c.chunk_id, c.classification, c.tsv FROM kb.chunks_{partition} c
+                              WHERE c.tsv @@ w.word AND c.is_effective
+                                AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
+                              LIMIT (SELECT per_word FROM query)) word_matches"""
+_QUERY_MATCHES = """
           SELECT * FROM (SELECT c.chunk_id, c.classification, c.tsv FROM kb.chunks_{partition} c
                          WHERE c.tsv @@ (SELECT tsq FROM query) AND c.is_effective
                            AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
                          LIMIT %(match_cap)s) {partition}_matches"""
-_PARTITION_MATCHES = "\n          UNION ALL".join(_TEXT_MATCHES.format(partition=p) for p in PARTITIONS)
-_TEXT_LEG = f"""
+_TEXT_LEG = """
 text_hits AS (
     SELECT chunk_id, classification, row_number() OVER (ORDER BY text_rank DESC, chunk_id) AS rank
-    FROM (SELECT m.chunk_id, m.classification, {{rank}}(m.tsv, (SELECT tsq FROM query)) AS text_rank
-          FROM ({_PARTITION_MATCHES}
-          ) m
+    FROM (SELECT m.chunk_id, m.classification, {rank}(m.tsv, (SELECT tsq FROM query)) AS text_rank
+          FROM (SELECT DISTINCT ON (chunk_id) * FROM ({matches}
+          ) partition_matches ORDER BY chunk_id) m
           ORDER BY text_rank DESC, m.chunk_id
           LIMIT %(candidates)s) ranked
 )"""
@@ -98,11 +107,14 @@ TEXT_RANK = "ts_rank"
 TEXT_RANKS = ("ts_rank", "ts_rank_cd")
 TEXT_QUERIES = {
     "websearch": "websearch_to_tsquery('english', %(text)s)",
-    "or": (
-        "(SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery "
-        "FROM unnest(to_tsvector('english', %(text)s)) AS words(lexeme))"
-    ),
+    "or": "string_agg(quote_literal(lexeme), ' | ')::tsquery",
 }
+# The question's words (stemmed, stop words dropped), each its own tsquery, and each word's share of the cap.
+_QUERY_WORDS = """query AS (
+    SELECT {tsq} AS tsq, array_agg(quote_literal(lexeme)::tsquery) AS words,
+           ceil(%(match_cap)s::float8 / nullif(count(*), 0))::int AS per_word
+    FROM unnest(to_tsvector('english', %(text)s)) AS words(lexeme)
+)"""
 
 
 def hybrid_sql(
@@ -111,8 +123,11 @@ def hybrid_sql(
     """The statement; a leg turned off is an empty set (degraded mode, and the evals' ablations)."""
     if text_rank not in TEXT_RANKS:
         raise ValueError(f"text_rank must be one of {TEXT_RANKS}")
-    query = f"query AS (SELECT {TEXT_QUERIES[text_query]} AS tsq)"
-    text_leg = _TEXT_LEG.replace("{rank}", text_rank) if with_text else _NO_TEXT_LEG
+    query = _QUERY_WORDS.format(tsq=TEXT_QUERIES[text_query])
+    # The OR form shares the cap out among the words; the websearch (AND) form caps the whole query's matches.
+    per_partition = _WORD_MATCHES if text_query == "or" else _QUERY_MATCHES
+    matches = "\n          UNION ALL".join(per_partition.format(partition=p) for p in PARTITIONS)
+    text_leg = _TEXT_LEG.format(rank=text_rank, matches=matches) if with_text else _NO_TEXT_LEG
     legs = [query, _VECTOR_LEG if with_vector else _NO_VECTOR_LEG, text_leg]
     return "WITH " + ",".join(legs) + "," + _FUSE_AND_FETCH
 

@@ -18,12 +18,13 @@ from typing import Annotated, Any
 
 import anyio
 import numpy as np
+import psycopg
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.types import ToolAnnotations
 from pgvector.psycopg import register_vector_async
 from psycopg import AsyncConnection
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from pydantic import Field
 
 from ingest.embedders import Embedder, make_embedder
@@ -109,8 +110,6 @@ def build_server(
 
 
 def _check_space(conninfo: str, embedder: Embedder) -> None:
-    import psycopg
-
     with psycopg.connect(conninfo, autocommit=True) as conn:
         check_embedding_space(conn, embedder.space)
 
@@ -135,9 +134,6 @@ def caller_role(ctx: Context) -> Role:
 @asynccontextmanager
 async def connection(ctx: Context) -> AsyncIterator[AsyncConnection]:
     """A pooled connection; a database outage becomes a clear, fast error instead of a hang."""
-    import psycopg
-    from psycopg_pool import PoolTimeout
-
     try:
         async with knowledge_base(ctx).pool.connection() as conn:
             yield conn
