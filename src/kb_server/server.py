@@ -83,6 +83,10 @@ def build_server(
             configure=register_vector_async,
             check=AsyncConnectionPool.check_connection,
             timeout=settings.database.connect_timeout_s,
+            # The pool's pauses between reconnection attempts double until this runs out (its default, five
+            # minutes, let them reach a minute during a long outage); then the next request starts afresh,
+            # so the server is back within seconds of the database.
+            reconnect_timeout=settings.database.reconnect_timeout_s,
             open=False,
             name="kb_server",
         )

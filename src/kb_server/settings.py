@@ -54,6 +54,13 @@ class DatabaseSettings(BaseSettings):
     pool_min_size: int = Field(1, ge=0, le=100, validation_alias="KB_DB_POOL_MIN")
     pool_max_size: int = Field(10, ge=1, le=200, validation_alias="KB_DB_POOL_MAX")
     connect_timeout_s: float = Field(5.0, gt=0, le=120, validation_alias="KB_DB_CONNECT_TIMEOUT_S")
+    reconnect_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        validation_alias="KB_DB_RECONNECT_TIMEOUT_S",
+        description="How long the pool retries a lost connection (doubling pauses) before it starts afresh.",
+    )
     statement_timeout_ms: int = Field(10_000, ge=100, le=600_000, validation_alias="KB_DB_STATEMENT_TIMEOUT_MS")
 
     @field_validator("url", "server_url", "ingest_url")

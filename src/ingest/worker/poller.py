@@ -14,13 +14,13 @@ from __future__ import annotations
 import logging
 import random
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 log = logging.getLogger("kosha.worker")
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -91,7 +91,7 @@ class SqsWorker:
                 failures = 0
             except (ClientError, BotoCoreError) as exc:
                 failures += 1
-                pause = random.uniform(0, min(self.max_backoff_s, 0.5 * 2**failures))
+                pause = self._backoff(failures)
                 log.warning("the queue is unreachable (%s); retrying in %.1f s", exc.__class__.__name__, pause)
                 self.stop.wait(pause)
                 continue
@@ -107,7 +107,7 @@ class SqsWorker:
                 # receive): its messages come back after the visibility timeout and are skipped as unchanged.
                 # Back off as for an unreachable queue rather than die.
                 failures += 1
-                pause = random.uniform(0, min(self.max_backoff_s, 0.5 * 2**failures))
+                pause = self._backoff(failures)
                 log.warning(
                     "could not delete the processed messages (%s); they will be delivered again; retrying in %.1f s",
                     exc.__class__.__name__,
@@ -143,12 +143,16 @@ class SqsWorker:
         self._with_retry(lambda: self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries))
         self.stats.released += len(messages)
 
+    def _backoff(self, failures: int) -> float:
+        """Full jitter: a pause drawn from 0 up to 2**failures / 2 seconds, at most max_backoff_s."""
+        return random.uniform(0, min(self.max_backoff_s, 0.5 * 2**failures))
+
     def _with_retry(self, call: Callable[[], Any], attempts: int = 5) -> Any:
-        for attempt in range(1, attempts + 1):
-            try:
-                return call()
-            except (ClientError, BotoCoreError):
-                if attempt == attempts:
-                    raise  # the messages stay in the queue and come back: nothing is lost
-                time.sleep(random.uniform(0, min(self.max_backoff_s, 0.5 * 2**attempt)))
-        return None
+        # After the last attempt the error is raised: the messages stay in the queue and come back.
+        retrying = Retrying(
+            retry=retry_if_exception_type((ClientError, BotoCoreError)),
+            stop=stop_after_attempt(attempts),
+            wait=wait_random_exponential(multiplier=1, max=self.max_backoff_s),
+            reraise=True,
+        )
+        return retrying(call)
