@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from bench import machine
-from reliability import faults, load, report
+from reliability import faults, hostile, load, report
 from reliability.harness import REPO, Cluster
 
 OUT = REPO / "reliability"
+FAULTS = ["restart", "embedding", "aws", "kills"]
 
 
 def timed(results: dict[str, Any], name: str, run: Any) -> Any:
@@ -60,12 +61,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-load", action="store_true")
     parser.add_argument("--skip-soak", action="store_true")
     parser.add_argument("--skip-faults", action="store_true")
+    parser.add_argument("--skip-hostile", action="store_true")
+    parser.add_argument("--faults", nargs="+", choices=FAULTS, default=FAULTS, help="which faults to inject")
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="keep the parts of the existing results.json that this run skips, and rewrite the report",
+    )
     parser.add_argument("--quick", action="store_true", help="short outages, for a smoke run (not for the report)")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     command = "python -m reliability " + " ".join(argv if argv is not None else sys.argv[1:])
     results: dict[str, Any] = {"command": command.strip(), "started": time.strftime("%Y-%m-%d %H:%M %Z")}
+    previous = args.out / "results.json"
+    if args.update and previous.exists():
+        # Each part's figures stay with the run that measured them; `runs` lists every run merged here.
+        earlier = json.loads(previous.read_text())
+        results = {**earlier, "runs": [*earlier.get("runs", [_run_of(earlier)]), _run_of(results)]}
+        results["failures"] = []
     state = load.STATE
     work = state / "runs"
     shutil.rmtree(work, ignore_errors=True)
@@ -101,10 +115,16 @@ def main(argv: list[str] | None = None) -> int:
                 results["soak"] = soaked.summary()
                 results["soak"]["series"] = [[s.at_s, s.rss_mb, s.threads, s.fds] for s in soaked.load.samples]
         if not args.skip_faults:
-            run_faults(results, cluster, db_url, work, args.kill_repeats, quick=args.quick)
+            run_faults(results, cluster, db_url, work, args.kill_repeats, which=args.faults, quick=args.quick)
+        if not args.skip_hostile:
+            hostile_input = timed(results, "hostile input", lambda: hostile.run_security_tests(work / "hostile"))
+            if hostile_input is not None:
+                results["hostile"] = hostile_input
     finally:
         cluster.shutdown()  # its data stays under .kb-reliability/
     results["seconds"]["total"] = round(time.perf_counter() - started, 1)
+    if "runs" in results:
+        results["runs"][-1]["minutes"] = round(results["seconds"]["total"] / 60, 1)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     report.write(args.out / "report.md", results)
@@ -112,48 +132,64 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if report.all_passed(results) else 1
 
 
+def _run_of(results: dict[str, Any]) -> dict[str, Any]:
+    return {"command": results.get("command"), "started": results.get("started")}
+
+
 def run_faults(
-    results: dict[str, Any], cluster: Cluster, db_url: str, work: Path, kill_repeats: int, *, quick: bool = False
+    results: dict[str, Any],
+    cluster: Cluster,
+    db_url: str,
+    work: Path,
+    kill_repeats: int,
+    *,
+    which: list[str] = FAULTS,
+    quick: bool = False,
 ) -> None:
     superuser = cluster.superuser
     outage = 6 if quick else 15
     idle, batch = (5, 20) if quick else (30, 90)
-    found: dict[str, Any] = {}
-    results["faults"] = found
-    restart = timed(
-        results,
-        "fault: database restart",
-        lambda: faults.database_restart(cluster, db_url, work / "restart", clients=8, outage_s=outage),
-    )
-    if restart is not None:
-        found["database_restart"] = restart.summary()
-    embedding = timed(
-        results,
-        "fault: embedding endpoint down",
-        lambda: faults.embedding_outage(superuser, work / "embedding", clients=8, outage_s=outage),
-    )
-    if embedding is not None:
-        found["embedding_outage"] = embedding.summary()
+    found: dict[str, Any] = results.setdefault("faults", {})
+    if "restart" in which:
+        restart = timed(
+            results,
+            "fault: database restart",
+            lambda: faults.database_restart(cluster, db_url, work / "restart", clients=8, outage_s=outage),
+        )
+        if restart is not None:
+            found["database_restart"] = restart.summary()
+    if "embedding" in which:
+        embedding = timed(
+            results,
+            "fault: embedding endpoint down",
+            lambda: faults.embedding_outage(superuser, work / "embedding", clients=8, outage_s=outage),
+        )
+        if embedding is not None:
+            found["embedding_outage"] = embedding.summary()
+    if "aws" not in which and "kills" not in which:
+        return
     with faults.ingest_rig(superuser, work / "ingest") as rig:
-        outages = [
-            timed(
-                results,
-                "fault: AWS endpoint down (port closed)",
-                lambda: faults.aws_outage(rig, idle_outage_s=idle, batch_outage_s=batch, mode="down"),
-            ),
-            timed(
-                results,
-                "fault: AWS endpoint refusing the delete",
-                lambda: faults.aws_outage(rig, idle_outage_s=5, batch_outage_s=16, mode="deny"),
-            ),
-        ]
-        found["aws_outage"] = [o.summary() for o in outages if o is not None]
-        kills = []
-        for stage in faults.STAGES:
-            for n in range(1, kill_repeats + 1):
-                name = f"fault: worker killed ({stage}) #{n}"
-                kills.append(timed(results, name, lambda s=stage: faults.worker_kill(rig, s)))
-        found["worker_kills"] = [k.summary() for k in kills if k is not None]
+        if "aws" in which:
+            outages = [
+                timed(
+                    results,
+                    "fault: AWS endpoint down (port closed)",
+                    lambda: faults.aws_outage(rig, idle_outage_s=idle, batch_outage_s=batch, mode="down"),
+                ),
+                timed(
+                    results,
+                    "fault: AWS endpoint refusing the delete",
+                    lambda: faults.aws_outage(rig, idle_outage_s=5, batch_outage_s=16, mode="deny"),
+                ),
+            ]
+            found["aws_outage"] = [o.summary() for o in outages if o is not None]
+        if "kills" in which:
+            kills = []
+            for stage in faults.STAGES:
+                for n in range(1, kill_repeats + 1):
+                    name = f"fault: worker killed ({stage}) #{n}"
+                    kills.append(timed(results, name, lambda s=stage: faults.worker_kill(rig, s)))
+            found["worker_kills"] = [k.summary() for k in kills if k is not None]
 
 
 if __name__ == "__main__":

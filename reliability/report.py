@@ -71,6 +71,15 @@ def checks(results: dict[str, Any]) -> list[tuple[str, bool]]:
             out.append(
                 (f"worker killed ({stage}), {len(runs)}×: exactly once, complete", all(k["passed"] for k in runs))
             )
+    if "hostile" in results:
+        modules = results["hostile"]["modules"]
+        out.append(
+            (
+                f"hostile input: all {sum(m['passed'] + m['failed'] for m in modules.values())} tests of "
+                "tests/security pass (no crash, no 5xx, no leak, a clear error each time)",
+                bool(modules) and not any(m["failed"] for m in modules.values()),
+            )
+        )
     return out
 
 
@@ -138,6 +147,12 @@ def write(path: Path, results: dict[str, Any]) -> None:
         "`reliability/results.json`."
     )
     add("")
+    if len(results.get("runs", [])) > 1:
+        add("This report merges runs; each part's figures come from the last run that measured it:")
+        add("")
+        for run in results["runs"]:
+            add(f"- `{run['command']}`, started {run['started']}, {_n(run.get('minutes'))} minutes")
+        add("")
     add("| check | result |")
     add("|---|---|")
     for name, flag in checks(results):
@@ -166,6 +181,8 @@ def write(path: Path, results: dict[str, Any]) -> None:
         _aws_section(add, faults["aws_outage"])
     if "worker_kills" in faults:
         _kills_section(add, faults["worker_kills"])
+    if "hostile" in results:
+        _hostile_section(add, results["hostile"])
     _parts(add, results)
     _findings(add)
     _tests(add)
@@ -440,6 +457,33 @@ def _kills_section(add: Any, kills: list[dict[str, Any]]) -> None:
             f"{_ok(k['passed'])}{'' if k['passed'] else ': ' + '; '.join(k['problems'])} |"
         )
     add("")
+
+
+def _hostile_section(add: Any, hostile: dict[str, Any]) -> None:
+    add("## Hostile input and injection")
+    add("")
+    add(
+        f"`{hostile['command']}`: the server over a real MCP session (in process and over HTTP as its own "
+        "process) and the ingestion pipeline against a real PostgreSQL, with hostile input. Every test must pass; "
+        "each module's docstring says what it sends and what it asserts."
+    )
+    add("")
+    add("| module | passed | failed | seconds | what it sends |")
+    add("|---|---|---|---|---|")
+    for name, m in hostile["modules"].items():
+        failed = f"**{m['failed']}** ({', '.join(m['failures'])})" if m["failed"] else "0"
+        add(f"| `{name}` | {m['passed']} | {failed} | {_n(m['seconds'])} | {m['what']} |")
+    add("")
+    scanner = hostile.get("scanner")
+    if scanner:
+        add(
+            f"**Injection scanner on the poisoned chunks** (`tests/security/data/poisoned_chunks.json`, written in "
+            f"varied styles beyond the corpus's planted documents): **{scanner['flagged']} of {scanner['of']} "
+            f"flagged** ({scanner['flagged'] / scanner['of']:.0%}). Whether flagged or not, no answer of "
+            "`search_knowledge_base`, `get_document` or a `kb://` resource carries any of them outside a `content` "
+            "field (asserted for each). Missed: " + ", ".join(scanner["missed"]) + "."
+        )
+        add("")
 
 
 def _parts(add: Any, results: dict[str, Any]) -> None:
