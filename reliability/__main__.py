@@ -133,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run_of(results: dict[str, Any]) -> dict[str, Any]:
-    return {"command": results.get("command"), "started": results.get("started")}
+    total = results.get("seconds", {}).get("total")
+    minutes = round(total / 60, 1) if total is not None else None
+    return {"command": results.get("command"), "started": results.get("started"), "minutes": minutes}
 
 
 def run_faults(

@@ -141,18 +141,21 @@ def write(path: Path, results: dict[str, Any]) -> None:
         "load includes the clients' own CPU time."
     )
     add("")
-    add(
-        f"**Run:** `{results.get('command', 'python -m reliability')}`, started {results.get('started', '?')}, "
-        f"{_n(results.get('seconds', {}).get('total', 0) / 60, 1)} minutes in all. Figures: "
-        "`reliability/results.json`."
-    )
-    add("")
     if len(results.get("runs", [])) > 1:
-        add("This report merges runs; each part's figures come from the last run that measured it:")
+        add(
+            "**Runs:** this report merges runs (figures: `reliability/results.json`); each part's figures come "
+            "from the last run that measured it:"
+        )
         add("")
         for run in results["runs"]:
             add(f"- `{run['command']}`, started {run['started']}, {_n(run.get('minutes'))} minutes")
-        add("")
+    else:
+        add(
+            f"**Run:** `{results.get('command', 'python -m reliability')}`, started {results.get('started', '?')}, "
+            f"{_n(results.get('seconds', {}).get('total', 0) / 60, 1)} minutes in all. Figures: "
+            "`reliability/results.json`."
+        )
+    add("")
     add("| check | result |")
     add("|---|---|")
     for name, flag in checks(results):
@@ -313,7 +316,8 @@ def _restart_section(add: Any, r: dict[str, Any]) -> None:
         "A search during the outage waits for a pooled connection for `KB_DB_CONNECT_TIMEOUT_S` (5 s by default) "
         "before the server answers with its `ToolError` (*the knowledge base is temporarily unavailable (database "
         "unreachable); try again shortly*); that wait is the whole of the latency above. The pool discards the dead "
-        "connections (it checks each one before lending it) and reconnects with its own backoff."
+        "connections (it checks each one before lending it) and reconnects, doubling its pauses for at most "
+        "`KB_DB_RECONNECT_TIMEOUT_S` (10 s), then starting afresh on the next request."
     )
     add("")
 
