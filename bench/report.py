@@ -104,11 +104,16 @@ def _scale_section(s: dict[str, Any]) -> list[str]:
         ),
         "",
         "Vector leg as served (HNSW, ef_search 80, iterative scan) against an exact scan, and rows returned for "
-        "LIMIT 50:",
+        "LIMIT 50; then the recall the same query would have with a larger ef_search:",
         "",
-        "| department filter | recall@10 | rows for LIMIT 50 |",
-        "|---|---|---|",
-        *(f"| {name} | {v['recall_at_10']:.3f} | {v['mean_rows_for_limit_50']} |" for name, v in s["recall"].items()),
+        "| department filter | recall@10 | rows for LIMIT 50 | recall@10 by ef_search |",
+        "|---|---|---|---|",
+        *(
+            f"| {name} | {v['recall_at_10']:.3f} | {v['mean_rows_for_limit_50']} | "
+            + ", ".join(f"{ef}: {r:.3f}" for ef, r in v.get("recall_at_10_by_ef_search", {}).items())
+            + " |"
+            for name, v in s["recall"].items()
+        ),
         "",
         f"Exact (sequential) vector search, no filter: {_ms(s['exact_vector_ms'])} ms.",
         "",
