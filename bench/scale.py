@@ -102,6 +102,13 @@ async def _timed(run, conn, cases, repeat: int, warmup: int | None = None) -> tu
     return summary(samples), results
 
 
+def _exact_scan_as_role(conn: psycopg.Connection) -> None:
+    """In the open transaction: the benchmark's role, and no index, so the answer is a scan and a sort."""
+    conn.execute(f"SET LOCAL ROLE {ROLE.value}")
+    conn.execute("SET LOCAL enable_indexscan = off")
+    conn.execute("SET LOCAL enable_bitmapscan = off")
+
+
 def vector_recall(
     conninfo: str, vectors: np.ndarray, departments: list[str] | None, ef_searches: tuple[int, ...] = EF_SEARCHES
 ) -> tuple[dict[int, float], float]:
@@ -119,9 +126,7 @@ def vector_recall(
         register_vector(conn)
         for vector in vectors:
             with conn.transaction():
-                conn.execute(f"SET LOCAL ROLE {ROLE.value}")
-                conn.execute("SET LOCAL enable_indexscan = off")  # the exact answer: a scan and a sort
-                conn.execute("SET LOCAL enable_bitmapscan = off")
+                _exact_scan_as_role(conn)
                 exact = {r[0] for r in conn.execute(statement, {"d": departments, "v": vector, "n": 10})}
             for ef in ef_searches:
                 with conn.transaction():
@@ -142,9 +147,7 @@ def exact_vector_latency(conninfo: str, vectors: np.ndarray) -> dict[str, float]
         register_vector(conn)
         for vector in vectors:
             with conn.transaction():
-                conn.execute(f"SET LOCAL ROLE {ROLE.value}")
-                conn.execute("SET LOCAL enable_indexscan = off")
-                conn.execute("SET LOCAL enable_bitmapscan = off")
+                _exact_scan_as_role(conn)
                 started = time.perf_counter()
                 conn.execute(statement, (vector,)).fetchall()
                 samples.append((time.perf_counter() - started) * 1000)
