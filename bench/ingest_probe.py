@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 from ingest.chunker import chunk_document
-from ingest.embedders.local import LocalEmbedder
 from ingest.parsers import parse_document
 from ingest.pipeline import Ingestor, document_files, ingest_files
+from kb_core.embedders.local import LocalEmbedder
 
 
 def main(conninfo: str, folder: str, limit: int) -> None:

@@ -15,8 +15,8 @@ from pgvector.psycopg import register_vector, register_vector_async
 from bench.naive import NAIVE_SQL, build_naive
 from bench.synthetic import MARKERS, MEDIUM_DEPARTMENT, SMALL_DEPARTMENT, SyntheticCorpus, load, query_vectors
 from bench.timing import summary
+from kb_core.roles import Role
 from kb_server.db.reader import reader_transaction
-from kb_server.roles import Role
 from kb_server.search import MATCH_CAP, RRF_K, hybrid_search, hybrid_sql
 
 ROLE = Role.DEMO_READONLY  # the lowest ceiling: a quarter of the rows

@@ -22,7 +22,7 @@ import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
 
-from kb_server.departments import DEPARTMENTS
+from kb_core.departments import DEPARTMENTS
 
 MARKERS = {"rare": ("zephyrine", 0.0001), "medium": ("quillonade", 0.01), "common": ("ledgerwort", 0.25)}
 CLASSIFICATIONS = ("public", "internal", "confidential", "restricted")

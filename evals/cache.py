@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ingest.embedders.base import Embedder, Embeddings
-from kb_server.db.embedding_space import EmbeddingSpace
+from kb_core.db.embedding_space import EmbeddingSpace
+from kb_core.embedders.base import Embedder, Embeddings
 
 
 class CachingEmbedder:

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from kb_server.roles import Role
+from kb_core.roles import Role
 
 GOLDEN = Path(__file__).with_name("golden.jsonl")
 CATEGORIES = ("direct", "paraphrase", "version_trap", "cross_reference", "table", "out_of_scope", "role_restricted")

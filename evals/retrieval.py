@@ -12,8 +12,8 @@ from pgvector.psycopg import register_vector_async
 
 from evals.golden import GoldenQuestion
 from evals.metrics import Ranked, mean, ndcg_at, recall_at, reciprocal_rank
-from ingest.embedders.base import Embedder
-from kb_server.roles import Classification, Role
+from kb_core.embedders.base import Embedder
+from kb_core.roles import Classification, Role
 from kb_server.search import TEXT_QUERY, TEXT_RANK, Hit, hybrid_search
 
 MODES = ("hybrid", "vector", "text")

@@ -24,13 +24,13 @@ from evals.cache import CachingEmbedder
 from evals.gates import leak_gate, quality_gate
 from evals.golden import load_golden
 from evals.retrieval import Run, classifications, leaks, run_questions
-from ingest.embedders.local import LocalEmbedder
 from ingest.pipeline import Ingestor, document_files, ingest_files
-from kb_server.db.embedded import EmbeddedPostgres
-from kb_server.db.embedding_space import EmbeddingSpace
-from kb_server.db.migrations import migrate
-from kb_server.db.targets import DatabaseTargets
-from kb_server.roles import Role
+from kb_core.db.embedded import EmbeddedPostgres
+from kb_core.db.embedding_space import EmbeddingSpace
+from kb_core.db.migrations import migrate
+from kb_core.db.targets import DatabaseTargets
+from kb_core.embedders.local import LocalEmbedder
+from kb_core.roles import Role
 
 REPO = Path(__file__).resolve().parents[1]
 STATE = REPO / ".kb-eval"

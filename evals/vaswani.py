@@ -19,9 +19,9 @@ from pathlib import Path
 import psycopg
 from pgvector.psycopg import register_vector_async
 
-from ingest.embedders.base import Embedder
 from ingest.pipeline import Ingestor, IngestResult
-from kb_server.roles import Role
+from kb_core.embedders.base import Embedder
+from kb_core.roles import Role
 from kb_server.search import hybrid_search
 
 DATASET = Path(

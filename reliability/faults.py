@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from kb_server.roles import Role
+from kb_core.roles import Role
 from kb_server.server import UNAVAILABLE
 from reliability.harness import (
     MANIFEST,

@@ -36,11 +36,11 @@ import psycopg
 from psycopg import conninfo as pg_conninfo
 from psycopg import sql
 
-from kb_server.db.embedded import EmbeddedPostgres
-from kb_server.db.embedding_space import EmbeddingSpace
-from kb_server.db.targets import DatabaseTargets
+from kb_core.db.embedded import EmbeddedPostgres
+from kb_core.db.embedding_space import EmbeddingSpace
+from kb_core.db.targets import DatabaseTargets
+from kb_core.roles import Classification, Role
 from kb_server.http import add_token
-from kb_server.roles import Classification, Role
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
@@ -258,7 +258,7 @@ class EmbeddingsEndpoint:
         """The product's OpenAI embedder, pointed here."""
         import openai
 
-        from ingest.embedders.openai_embedder import OpenAIEmbedder
+        from kb_core.embedders.openai_embedder import OpenAIEmbedder
 
         client = openai.OpenAI(api_key=FAKE_OPENAI_KEY, base_url=self.url, max_retries=0, timeout=30)
         return OpenAIEmbedder(client, backoff_base_s=0.05, backoff_cap_s=0.5)
@@ -551,7 +551,7 @@ class Queue:
 def make_queue(moto_url: str, name: str, *, visibility_timeout_s: int = 3) -> Queue:
     from ingest.aws.bootstrap import bootstrap
     from ingest.aws.clients import client
-    from kb_server.settings import AwsSettings
+    from kb_core.settings import AwsSettings
 
     settings = AwsSettings(
         AWS_ENDPOINT_URL=moto_url,

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from kb_server.roles import Classification, Role
+from kb_core.roles import Classification, Role
 from reliability.harness import REPO, ServerProcess, golden_queries, manifest_levels, serve_http
 
 STATE = REPO / ".kb-reliability"
@@ -415,7 +415,7 @@ def corpus_database(state: Path = STATE) -> tuple[str, str]:
     from evals.cache import CachingEmbedder
     from evals.run import CACHE, ingest_corpus
 
-    from ingest.embedders.local import LocalEmbedder
+    from kb_core.embedders.local import LocalEmbedder
     from reliability.harness import Cluster, database_url, fresh_database
 
     state.mkdir(exist_ok=True)

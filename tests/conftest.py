@@ -19,11 +19,11 @@ from evals.cache import CachingEmbedder
 from psycopg import conninfo as pg_conninfo
 from psycopg import sql
 
-from ingest.embedders import embedding_space_for
-from kb_server.db.embedded import EmbeddedPostgres
-from kb_server.db.migrations import migrate
-from kb_server.db.targets import INGEST_LOGIN, SERVER_LOGIN, DatabaseTargets
-from kb_server.settings import EmbeddingSettings
+from kb_core.db.embedded import EmbeddedPostgres
+from kb_core.db.migrations import migrate
+from kb_core.db.targets import INGEST_LOGIN, SERVER_LOGIN, DatabaseTargets
+from kb_core.embedders import embedding_space_for
+from kb_core.settings import EmbeddingSettings
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -129,7 +129,7 @@ def empty_database(postgres_superuser: str) -> Iterator[DatabaseTargets]:
 @pytest.fixture(scope="session")
 def local_embedder():
     """The real default embedder, loaded once."""
-    from ingest.embedders.local import LocalEmbedder
+    from kb_core.embedders.local import LocalEmbedder
 
     embedder = LocalEmbedder()
     embedder.load()

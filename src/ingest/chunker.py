@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from ingest.document import Block, Heading, Paragraph, ParsedDocument, Table, Unit
-from ingest.tokens import count_tokens, decode, encode
+from kb_core.token_count import count_tokens, decode, encode
 
 TARGET_TOKENS = 600
 OVERLAP_TOKENS = 80

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import date
 
-from kb_server.roles import Classification
+from kb_core.roles import Classification
 
 DocStatus = str  # 'effective' | 'superseded' | 'draft'
 

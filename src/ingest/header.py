@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from datetime import date, datetime
 
 from ingest.document import Header, HeaderError
-from kb_server.departments import DEPARTMENTS
-from kb_server.roles import Classification
+from kb_core.departments import DEPARTMENTS
+from kb_core.roles import Classification
 
 FIELDS = (
     "doc_code",

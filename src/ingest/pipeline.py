@@ -16,7 +16,6 @@ from pgvector.psycopg import register_vector
 
 from ingest.chunker import chunk_document
 from ingest.document import ParseError
-from ingest.embedders.base import Embedder, EmbeddingError
 from ingest.parsers import FORMATS, parse_document
 from ingest.scanner import scan_for_injection
 from ingest.upsert import (
@@ -29,7 +28,8 @@ from ingest.upsert import (
     store_document,
     withdraw,
 )
-from kb_server.db.embedding_space import check_embedding_space
+from kb_core.db.embedding_space import check_embedding_space
+from kb_core.embedders.base import Embedder, EmbeddingError
 
 FAILURES = (ParseError, EmbeddingError, VersionConflict, psycopg.Error)
 

@@ -11,8 +11,8 @@ from datetime import date
 
 from psycopg import AsyncConnection
 
+from kb_core.roles import Role
 from kb_server.db.reader import reader_transaction
-from kb_server.roles import Role
 
 # The version asked for, or else the effective one, or else the newest.
 _CHOSEN = """

@@ -28,8 +28,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kb_server.roles import Role
-from kb_server.settings import ServerSettings
+from kb_core.roles import Role
+from kb_core.settings import ServerSettings
 
 FAILED_AUTH_PER_MINUTE = 10
 

@@ -15,8 +15,8 @@ from datetime import date
 import numpy as np
 from psycopg import AsyncConnection
 
+from kb_core.roles import Role
 from kb_server.db.reader import reader_transaction
-from kb_server.roles import Role
 
 RRF_K = 60
 CANDIDATES = 50  # per leg

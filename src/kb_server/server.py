@@ -27,9 +27,11 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from pydantic import Field
 
-from ingest.embedders import Embedder, make_embedder
-from kb_server.db.embedding_space import check_embedding_space
-from kb_server.departments import DEPARTMENTS
+from kb_core.db.embedding_space import check_embedding_space
+from kb_core.departments import DEPARTMENTS
+from kb_core.embedders import Embedder, make_embedder
+from kb_core.roles import Role
+from kb_core.settings import Settings
 from kb_server.documents import ListedDocument, StoredDocument, fetch_document, list_documents
 from kb_server.models import (
     NOTICE,
@@ -40,9 +42,7 @@ from kb_server.models import (
     SearchResult,
     Section,
 )
-from kb_server.roles import Role
 from kb_server.search import Hit, hybrid_search
-from kb_server.settings import Settings
 
 MAX_CHUNKS = 8
 MAX_RESULT_BYTES = 12 * 1024

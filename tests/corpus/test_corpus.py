@@ -13,7 +13,7 @@ import psycopg
 from rich.console import Console
 from tests.conftest import REPO
 
-from kb_server.ingest_report import print_summary
+from kb_cli.ingest_report import print_summary
 
 MANIFEST = list(csv.DictReader((REPO / "corpus" / "MANIFEST.csv").open()))
 PLANTED = {"SEC-VND-007", "PAY-REF-006", "ENG-API-008", "FIN-SOP-005"}

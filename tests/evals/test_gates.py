@@ -12,7 +12,7 @@ from evals.retrieval import classifications, leaks, run_questions
 from tests.support.documents import markdown_document, write
 
 from ingest.pipeline import ingest_files
-from kb_server.roles import Role
+from kb_core.roles import Role
 
 pytestmark = pytest.mark.anyio
 GOLDEN = load_golden()

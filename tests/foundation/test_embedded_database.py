@@ -10,12 +10,12 @@ from pathlib import Path
 import psycopg
 from psycopg import conninfo as pg_conninfo
 
-from kb_server.db.migrations import discover_migrations
+from kb_core.db.migrations import discover_migrations
 
 
 def kb(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "kb_server.cli", *args],
+        [sys.executable, "-m", "kb_cli.main", *args],
         env={**os.environ, **env},
         capture_output=True,
         text=True,

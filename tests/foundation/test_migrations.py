@@ -9,8 +9,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from kb_server.db.embedding_space import EmbeddingSpace, EmbeddingSpaceMismatch
-from kb_server.db.migrations import (
+from kb_core.db.embedding_space import EmbeddingSpace, EmbeddingSpaceMismatch
+from kb_core.db.migrations import (
     MigrationError,
     discover_migrations,
     migrate,

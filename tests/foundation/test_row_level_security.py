@@ -7,9 +7,9 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector, register_vector_async
 
+from kb_core.db.targets import DatabaseTargets
+from kb_core.roles import Classification, Role
 from kb_server.db.reader import RoleSwitchUnsafe, reader_transaction
-from kb_server.db.targets import DatabaseTargets
-from kb_server.roles import Classification, Role
 
 CLASSIFICATIONS = [c.value for c in Classification]
 DIMENSIONS = 384

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from kb_server.roles import Role
-from kb_server.settings import ConfigError, load_settings
+from kb_core.roles import Role
+from kb_core.settings import ConfigError, load_settings
 
 
 def test_defaults_need_no_configuration(monkeypatch):
@@ -50,7 +50,7 @@ def test_a_secret_value_is_never_echoed_in_the_error(monkeypatch):
 def test_the_cli_stops_at_start_up_with_exit_code_2_and_names_the_variable():
     env = {**os.environ, "KB_DB_STATEMENT_TIMEOUT_MS": "fast"}
     result = subprocess.run(
-        [sys.executable, "-m", "kb_server.cli", "db", "status"],
+        [sys.executable, "-m", "kb_cli.main", "db", "status"],
         env=env,
         capture_output=True,
         text=True,

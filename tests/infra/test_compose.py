@@ -21,7 +21,7 @@ from urllib.parse import unquote_plus
 import pytest
 import yaml
 
-from kb_server.settings import AwsSettings, DatabaseSettings, EmbeddingSettings, ServerSettings
+from kb_core.settings import AwsSettings, DatabaseSettings, EmbeddingSettings, ServerSettings
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO / "docker-compose.yml"

@@ -19,10 +19,10 @@ import psycopg
 import pytest
 from psycopg import conninfo as pg_conninfo
 
-from ingest.embedders import embedding_space_for
-from kb_server.db.embedded import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION, pgserver
-from kb_server.db.migrations import migrate
-from kb_server.settings import EmbeddingSettings
+from kb_core.db.embedded import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION, pgserver
+from kb_core.db.migrations import migrate
+from kb_core.embedders import embedding_space_for
+from kb_core.settings import EmbeddingSettings
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "infra" / "postgres" / "initdb" / "10-kb-logins.sh"

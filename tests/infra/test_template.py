@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kb_server.settings import AwsSettings, DatabaseSettings, EmbeddingSettings, ServerSettings
+from kb_core.settings import AwsSettings, DatabaseSettings, EmbeddingSettings, ServerSettings
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "infra" / "template.yaml"
@@ -207,6 +207,24 @@ def test_the_lambda_image_installs_the_project_and_the_tokenizer_into_the_task_r
     for source in copied:
         assert (context / source).exists(), source
         assert dockerignore_includes(source), source
+
+
+def test_the_lambda_image_holds_the_core_and_ingest_only(resources):
+    """The worker image carries neither the MCP server nor the CLI, nor their libraries."""
+    import tomllib
+
+    _, dockerfile = image_build(resources)
+    commands = [c.strip() for k, a in dockerfile_instructions(dockerfile) if k == "RUN" for c in a.split("&&")]
+    project = next(c for c in commands if c.startswith("pip install . "))
+    assert "[" not in project.split()[2]  # no extra: the base dependencies are the worker's
+    removed = " ".join(c for c in commands if c.startswith("rm -rf"))
+    for package in ("kb_server", "kb_cli"):
+        assert f"${{LAMBDA_TASK_ROOT}}/{package}" in removed, removed
+    project_table = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    base = {re.split(r"[=<>\[]", d)[0] for d in project_table["dependencies"]}
+    for library in ("mcp", "uvicorn", "starlette", "typer", "rich", "psycopg-pool"):
+        assert library not in base, library
+        assert any(d.startswith(library + "==") for d in project_table["optional-dependencies"]["server"]), library
 
 
 def test_the_worker_takes_batches_of_five_and_reports_partial_batch_failures(resources):

@@ -104,7 +104,7 @@ def test_kb_ingest_reports_the_failures_and_exits_non_zero(mixed_folder, databas
         "COLUMNS": "200",
     }
     result = subprocess.run(
-        [sys.executable, "-m", "kb_server.cli", "ingest", str(mixed_folder)],
+        [sys.executable, "-m", "kb_cli.main", "ingest", str(mixed_folder)],
         env=env,
         capture_output=True,
         text=True,

@@ -10,7 +10,7 @@ from tests.support.documents import markdown_document
 from ingest.chunker import chunk_document
 from ingest.document import Heading, Paragraph, ParsedDocument, Table
 from ingest.parsers import parse_document
-from ingest.tokens import count_tokens
+from kb_core.token_count import count_tokens
 
 
 def document_with(*blocks, title: str = "Test Procedure") -> ParsedDocument:  # type: ignore[no-untyped-def]

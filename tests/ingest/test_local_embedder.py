@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ingest.embedders.local import DIMENSIONS, WINDOW, split_windows
+from kb_core.embedders.local import DIMENSIONS, WINDOW, split_windows
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:

@@ -7,10 +7,10 @@ import openai
 import pytest
 from tests.support.openai_wire import embeddings_server
 
-from ingest.embedders.base import EmbeddingError
-from ingest.embedders.openai_embedder import OpenAIEmbedder
-from ingest.tokens import count_tokens
-from kb_server.settings import EmbeddingSettings
+from kb_core.embedders.base import EmbeddingError
+from kb_core.embedders.openai_embedder import OpenAIEmbedder
+from kb_core.settings import EmbeddingSettings
+from kb_core.token_count import count_tokens
 
 
 def embedder_for(url: str, **kwargs: object) -> OpenAIEmbedder:

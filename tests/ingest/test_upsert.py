@@ -6,9 +6,9 @@ import psycopg
 import pytest
 from tests.support.documents import markdown_document
 
-from ingest.embedders.local import LocalEmbedder
 from ingest.pipeline import Ingestor
-from kb_server.db.embedding_space import EmbeddingSpace, EmbeddingSpaceMismatch
+from kb_core.db.embedding_space import EmbeddingSpace, EmbeddingSpaceMismatch
+from kb_core.embedders.local import LocalEmbedder
 
 
 def snapshot(conninfo: str) -> tuple[list[tuple], list[tuple]]:

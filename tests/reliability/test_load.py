@@ -8,7 +8,7 @@ import pytest
 from reliability.harness import database_url, manifest_levels
 from reliability.load import LoadResult, check_answer, fit, memory_grows, run_load
 
-from kb_server.roles import Classification, Role
+from kb_core.roles import Classification, Role
 
 pytestmark = pytest.mark.slow
 

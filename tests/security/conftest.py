@@ -15,7 +15,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 from mcp.types import CallToolResult
 
-from kb_server.roles import Classification, Role
+from kb_core.roles import Classification, Role
 from tests.conftest import REPO
 from tests.server.conftest import HttpServer, client_as, serve_http
 

@@ -14,7 +14,7 @@ import httpx2
 import pytest
 from mcp.shared.inbound import encode_header_value
 
-from kb_server.roles import Role
+from kb_core.roles import Role
 from tests.security.conftest import CLASSIFICATION, SQL_SHAPED, assert_readable_error, assert_within_ceiling
 from tests.server.conftest import HttpServer, client_with, serve_http
 

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import psycopg
 import pytest
 
-from kb_server.roles import Role
+from kb_core.roles import Role
 from tests.security.ingest_checks import ingest_and_check
 from tests.server.conftest import client_as
 from tests.server.test_injection_contract import strings_outside_content

@@ -11,7 +11,7 @@ from urllib.parse import quote
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from kb_server.roles import Classification, Role
+from kb_core.roles import Classification, Role
 from tests.security.conftest import MANIFEST_ROWS, SQL_SHAPED, TITLES, table_counts
 from tests.server.conftest import client_as
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kb_server.roles import Role
+from kb_core.roles import Role
 from tests.security.conftest import SQL_SHAPED, assert_readable_error, check_answer, error_text, table_counts
 from tests.server.conftest import client_as
 

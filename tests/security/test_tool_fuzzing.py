@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from kb_server.departments import DEPARTMENTS
-from kb_server.roles import Role
+from kb_core.departments import DEPARTMENTS
+from kb_core.roles import Role
 from tests.security.conftest import (
     CLASSIFICATION,
     SQL_SHAPED,

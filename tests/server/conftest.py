@@ -16,10 +16,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from psycopg import conninfo as pg_conninfo
 
+from kb_core.roles import Role
+from kb_core.settings import load_settings
 from kb_server.http import add_token
-from kb_server.roles import Role
 from kb_server.server import build_server
-from kb_server.settings import load_settings
 
 VENV_BIN = Path(sys.executable).parent
 

@@ -8,8 +8,8 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector, register_vector_async
 
-from kb_server.db.targets import DatabaseTargets
-from kb_server.roles import Role
+from kb_core.db.targets import DatabaseTargets
+from kb_core.roles import Role
 from kb_server.search import hybrid_search
 
 COMMON = 40

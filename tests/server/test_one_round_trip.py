@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector_async
 
-from kb_server.roles import Role
+from kb_core.roles import Role
 from kb_server.search import hybrid_search
 
 pytestmark = pytest.mark.anyio

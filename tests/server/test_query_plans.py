@@ -16,10 +16,10 @@ from bench.synthetic import MARKERS, SyntheticCorpus, load, query_vectors
 from pgvector.psycopg import register_vector
 from tests.conftest import server_dir, targets_for
 
-from kb_server.db.embedded import EmbeddedPostgres
-from kb_server.db.embedding_space import EmbeddingSpace
-from kb_server.db.migrations import migrate
-from kb_server.roles import Role
+from kb_core.db.embedded import EmbeddedPostgres
+from kb_core.db.embedding_space import EmbeddingSpace
+from kb_core.db.migrations import migrate
+from kb_core.roles import Role
 from kb_server.search import hybrid_sql
 
 SPEC = SyntheticCorpus(chunks=32_000, dimensions=32)

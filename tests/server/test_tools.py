@@ -11,9 +11,9 @@ from mcp.shared.exceptions import MCPError
 from tests.conftest import REPO
 from tests.server.conftest import client_as
 
-from ingest.embedders.base import EmbeddingError
+from kb_core.embedders.base import EmbeddingError
+from kb_core.roles import Classification, Role
 from kb_server.models import NOTICE
-from kb_server.roles import Classification, Role
 
 pytestmark = pytest.mark.anyio
 CLASSIFICATION = {

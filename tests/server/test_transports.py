@@ -12,7 +12,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from tests.server.conftest import VENV_BIN, client_with, database_url
 
-from kb_server.roles import Role
+from kb_core.roles import Role
 
 pytestmark = pytest.mark.anyio
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kb_server.departments import DEPARTMENTS
+from kb_core.departments import DEPARTMENTS
 
 
 def markdown_document(

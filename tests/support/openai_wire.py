@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 
-from ingest.tokens import count_tokens
+from kb_core.token_count import count_tokens
 
 
 def fake_vector(text: str, dimensions: int) -> list[float]:

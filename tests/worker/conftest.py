@@ -12,7 +12,7 @@ from ingest.aws.local_stack import LocalAws
 from ingest.pipeline import Ingestor
 from ingest.worker.handler import RecordProcessor, make_handler
 from ingest.worker.poller import SqsWorker
-from kb_server.settings import AwsSettings
+from kb_core.settings import AwsSettings
 
 _names = itertools.count()
 

@@ -212,7 +212,7 @@ def test_on_aws_the_redrive_uses_a_message_move_task_and_reports_its_progress():
 
 def test_the_worker_backs_off_while_the_queue_is_unreachable_and_resumes(queue, ingestor, database, tmp_path):
     from ingest.aws.clients import client
-    from kb_server.settings import AwsSettings
+    from kb_core.settings import AwsSettings
 
     down = AwsSettings(AWS_ENDPOINT_URL="http://127.0.0.1:9", KB_WORKER_WAIT_TIME_S=1)
     worker = worker_for(queue, ingestor)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ingest.aws.clients import client, queue_arn
-from kb_server.settings import AwsSettings
+from kb_core.settings import AwsSettings
 
 ALARM_NAME = "ingest-dlq-not-empty"
 TOPIC_NAME = "kosha-kb-ingest-alarms"

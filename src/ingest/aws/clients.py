@@ -7,7 +7,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from kb_server.settings import AwsSettings
+from kb_core.settings import AwsSettings
 
 
 def client(service: str, settings: AwsSettings, **config: Any) -> Any:

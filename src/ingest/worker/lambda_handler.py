@@ -35,10 +35,10 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     global _handler
     if _handler is None:
         from ingest.aws.clients import client
-        from ingest.embedders import make_embedder
         from ingest.pipeline import Ingestor
-        from kb_server.db.targets import resolve_database
-        from kb_server.settings import load_settings
+        from kb_core.db.targets import resolve_database
+        from kb_core.embedders import make_embedder
+        from kb_core.settings import load_settings
 
         load_secrets()
         settings = load_settings()

@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 from psycopg import AsyncConnection, sql
 from psycopg.pq import TransactionStatus
 
-from kb_server.roles import Role
+from kb_core.roles import Role
 
 
 class RoleSwitchUnsafe(RuntimeError):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ingest.embedders.base import Embedder, EmbeddingError, Embeddings
-from kb_server.db.embedding_space import EmbeddingSpace
-from kb_server.settings import EmbeddingSettings
+from kb_core.db.embedding_space import EmbeddingSpace
+from kb_core.embedders.base import Embedder, EmbeddingError, Embeddings
+from kb_core.settings import EmbeddingSettings
 
 __all__ = ["Embedder", "EmbeddingError", "Embeddings", "embedding_space_for", "make_embedder"]
 
@@ -13,16 +13,16 @@ def embedding_space_for(settings: EmbeddingSettings) -> EmbeddingSpace:
     """The space the configured embedder produces, without loading the model."""
     if settings.provider == "openai":
         return EmbeddingSpace(settings.openai_model, settings.openai_dimensions)
-    from ingest.embedders.local import DIMENSIONS, MODEL_NAME
+    from kb_core.embedders.local import DIMENSIONS, MODEL_NAME
 
     return EmbeddingSpace(MODEL_NAME, DIMENSIONS)
 
 
 def make_embedder(settings: EmbeddingSettings) -> Embedder:
     if settings.provider == "openai":
-        from ingest.embedders.openai_embedder import OpenAIEmbedder
+        from kb_core.embedders.openai_embedder import OpenAIEmbedder
 
         return OpenAIEmbedder.from_settings(settings)
-    from ingest.embedders.local import LocalEmbedder
+    from kb_core.embedders.local import LocalEmbedder
 
     return LocalEmbedder(threads=settings.local_threads)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psycopg
 
-from kb_server.db.embedding_space import EmbeddingSpace, check_embedding_space
+from kb_core.db.embedding_space import EmbeddingSpace, check_embedding_space
 
 _FILENAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 _LOCK_ID = 0x6B6F736861  # "kosha"
@@ -37,7 +37,7 @@ class Migration:
 
 def migrations_dir() -> Path:
     """The installed copy (wheel) or the repository's sql/ (editable install)."""
-    packaged = resources.files("kb_server") / "migrations"
+    packaged = resources.files("kb_core") / "migrations"
     if packaged.is_dir():
         return Path(str(packaged))
     return Path(__file__).resolve().parents[3] / "sql"

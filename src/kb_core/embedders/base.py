@@ -8,7 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
-from kb_server.db.embedding_space import EmbeddingSpace
+from kb_core.db.embedding_space import EmbeddingSpace
 
 
 class EmbeddingError(Exception):

@@ -16,7 +16,7 @@ from psycopg import conninfo as pg_conninfo
 from psycopg import sql
 from pydantic import SecretStr
 
-from kb_server.settings import DatabaseSettings
+from kb_core.settings import DatabaseSettings
 
 SERVER_LOGIN = "kb_server"
 INGEST_LOGIN = "kb_ingest"
@@ -35,7 +35,7 @@ def resolve_database(settings: DatabaseSettings, *, keep_running: bool = False) 
     """Return the conninfo of each login; start the embedded server first when DATABASE_URL is unset."""
     connect_args = {"connect_timeout": str(max(1, round(settings.connect_timeout_s)))}
     if settings.url is None:
-        from kb_server.db.embedded import EmbeddedPostgres  # only then: the bundled server is ~70 MB
+        from kb_core.db.embedded import EmbeddedPostgres  # only then: the bundled server is ~70 MB
 
         embedded = EmbeddedPostgres(settings.state_dir)
         superuser = embedded.start(keep_running=keep_running)

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import psycopg
+import typer
 from pgvector.psycopg import register_vector_async
 from rich.console import Console
 from rich.table import Table
 
-from ingest.embedders import make_embedder
-from kb_server.db.embedding_space import check_embedding_space
-from kb_server.db.targets import resolve_database
-from kb_server.roles import Role
+from kb_cli.common import console, friendly_errors, role_or_exit, settings_or_exit
+from kb_core.db.embedding_space import check_embedding_space
+from kb_core.db.targets import resolve_database
+from kb_core.embedders import make_embedder
+from kb_core.roles import Role
+from kb_core.settings import Settings
 from kb_server.search import hybrid_search
 from kb_server.server import MAX_CHUNKS, capped_result
-from kb_server.settings import Settings
 
 
 async def run_search(
@@ -67,3 +71,17 @@ async def run_search(
         console.print(f"\n[bold]{n}. {chunk.title}[/] v{chunk.version} — {chunk.section_path}{flag}", highlight=False)
         console.print(f"   {chunk.citation}", style="cyan", highlight=False)
         console.print("   " + chunk.content[:400].replace("\n", "\n   "), highlight=False)
+
+
+@friendly_errors
+def search(
+    query: str = typer.Argument(..., help="What to look for."),
+    role: str = typer.Option("demo_readonly", help="The reader role to search as."),
+    department: list[str] = typer.Option(None, "--department", "-d", help="Only this department (repeatable)."),
+    top_k: int = typer.Option(5, "--top-k", "-k", min=1, max=50),
+    explain: bool = typer.Option(False, "--explain", help="Show each chunk's vector rank, text rank and score."),
+) -> None:
+    """Search as a person would through MCP; --explain is the retrieval X-ray."""
+    settings = settings_or_exit()
+    chosen = role_or_exit(role)
+    asyncio.run(run_search(console, settings, query, chosen, department or None, top_k, explain))

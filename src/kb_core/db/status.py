@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from kb_server.db.embedding_space import EmbeddingSpace, stored_embedding_space
-from kb_server.db.migrations import discover_migrations, migration_level
-from kb_server.db.targets import DatabaseTargets
+from kb_core.db.embedding_space import EmbeddingSpace, stored_embedding_space
+from kb_core.db.migrations import discover_migrations, migration_level
+from kb_core.db.targets import DatabaseTargets
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ingest.embedders.base import Embeddings
-from kb_server.db.embedding_space import EmbeddingSpace
+from kb_core.db.embedding_space import EmbeddingSpace
+from kb_core.embedders.base import Embeddings
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"
 DIMENSIONS = 384

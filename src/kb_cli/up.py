@@ -15,11 +15,13 @@ import threading
 import time
 from pathlib import Path
 
+import typer
 from rich.console import Console
 
 from ingest.pipeline import IngestResult
-from kb_server.roles import Role
-from kb_server.settings import Settings
+from kb_cli.common import console, friendly_errors, settings_or_exit
+from kb_core.roles import Role
+from kb_core.settings import Settings
 
 
 def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = True, timeout_s: float = 1800) -> int:
@@ -27,11 +29,11 @@ def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = 
     from ingest.aws.clients import client
     from ingest.aws.local_stack import LocalAws
     from ingest.aws.upload import upload_folder
-    from ingest.embedders import embedding_space_for
-    from kb_server.aws_cli import build_worker, print_stack
-    from kb_server.db.migrations import migrate
-    from kb_server.db.targets import resolve_database
-    from kb_server.ingest_report import print_summary, progress_bar
+    from kb_cli.aws import build_worker, print_stack
+    from kb_cli.ingest_report import print_summary, progress_bar
+    from kb_core.db.migrations import migrate
+    from kb_core.db.targets import resolve_database
+    from kb_core.embedders import embedding_space_for
 
     console.rule("[bold]kosha-kb")
     targets = resolve_database(settings.database)
@@ -94,7 +96,7 @@ def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = 
 def _serve(console: Console, settings: Settings) -> None:
     import uvicorn
 
-    from kb_server.db.targets import resolve_database
+    from kb_core.db.targets import resolve_database
     from kb_server.http import TokenStore, add_token, build_http_app
     from kb_server.server import build_server
 
@@ -136,3 +138,12 @@ def _serve(console: Console, settings: Settings) -> None:
     uvicorn.run(
         app, host=settings.server.http_host, port=settings.server.http_port, log_level="warning", access_log=False
     )
+
+
+@friendly_errors
+def up(
+    corpus: Path = typer.Option(Path("corpus"), exists=True, file_okay=False, help="The folder to upload."),
+    serve_after: bool = typer.Option(True, "--serve/--no-serve", help="Serve MCP over HTTP once ingested."),
+) -> None:
+    """Everything on this machine: database, local AWS, upload, queue-fed ingestion, then MCP over HTTP."""
+    raise typer.Exit(run_up(console, settings_or_exit(), corpus, serve=serve_after))

@@ -15,10 +15,10 @@ import numpy as np
 import openai
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from ingest.embedders.base import EmbeddingError, Embeddings
-from ingest.tokens import count_tokens
-from kb_server.db.embedding_space import EmbeddingSpace
-from kb_server.settings import EmbeddingSettings
+from kb_core.db.embedding_space import EmbeddingSpace
+from kb_core.embedders.base import EmbeddingError, Embeddings
+from kb_core.settings import EmbeddingSettings
+from kb_core.token_count import count_tokens
 
 log = logging.getLogger(__name__)
 MAX_INPUT_TOKENS = 8191  # the model's limit per input

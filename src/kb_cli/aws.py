@@ -15,14 +15,13 @@ from rich.console import Console
 from ingest.aws.bootstrap import Stack, bootstrap
 from ingest.aws.clients import client, queue_arn, queue_url
 from ingest.pipeline import IngestResult
-from kb_server.settings import Settings
+from kb_cli.common import console, friendly_errors, settings_or_exit
+from kb_core.settings import Settings
 
 aws_app = typer.Typer(no_args_is_help=True, help="The corpus bucket and the ingest queues.")
 
 
 def _settings() -> Settings:
-    from kb_server.cli import settings_or_exit
-
     return settings_or_exit()
 
 
@@ -33,11 +32,11 @@ def _queues(settings: Settings) -> tuple[Any, str, str, str, str]:
 
 
 def build_worker(settings: Settings, on_result: Callable[[IngestResult], None] | None = None) -> Any:
-    from ingest.embedders import make_embedder
     from ingest.pipeline import Ingestor
     from ingest.worker.handler import RecordProcessor, make_handler
     from ingest.worker.poller import SqsWorker
-    from kb_server.db.targets import resolve_database
+    from kb_core.db.targets import resolve_database
+    from kb_core.embedders import make_embedder
 
     targets = resolve_database(settings.database)
     ingestor = Ingestor(targets.ingest, make_embedder(settings.embedding), max_bytes=settings.aws.max_file_bytes)
@@ -147,3 +146,9 @@ def local_command(port: int = typer.Option(4566, help="Port on 127.0.0.1.")) -> 
         threading.Event().wait()
     except KeyboardInterrupt:
         stack.stop()
+
+
+@friendly_errors
+def worker() -> None:
+    """Long-poll the ingest queue and ingest what arrives (the Lambda handler, locally), until SIGTERM."""
+    worker_command(console)

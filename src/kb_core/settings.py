@@ -14,7 +14,7 @@ import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from kb_server.roles import Role
+from kb_core.roles import Role
 
 _COMMON = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=False, validate_default=True)
 

@@ -1,0 +1,103 @@
+"""`kb db ...`: migrate, status, start and stop the database."""
+
+from __future__ import annotations
+
+import typer
+
+from kb_cli.common import console, err, friendly_errors, settings_or_exit
+
+app = typer.Typer(no_args_is_help=True, help="The database: migrate, status, start, stop.")
+
+
+@app.command("migrate")
+@friendly_errors
+def db_migrate() -> None:
+    """Apply pending migrations from sql/ (safe to run again)."""
+    from kb_core.db.migrations import migrate
+    from kb_core.db.targets import resolve_database
+    from kb_core.embedders import embedding_space_for
+
+    settings = settings_or_exit()
+    targets = resolve_database(settings.database)
+    applied = migrate(targets.owner, embedding_space_for(settings.embedding))
+    if applied:
+        for migration in applied:
+            console.print(f"applied {migration.version:03d}_{migration.name}")
+    else:
+        console.print("nothing to apply: the schema is up to date")
+
+
+@app.command("status")
+@friendly_errors
+def db_status() -> None:
+    """Which database is in use, its versions, migration level and embedding model."""
+    from kb_core.db.status import database_status
+    from kb_core.db.targets import resolve_database
+
+    settings = settings_or_exit()
+    status = database_status(resolve_database(settings.database))
+    table = _Rows()
+    table.add_row("database", status.description)
+    table.add_row("PostgreSQL", status.postgres_version)
+    table.add_row("pgvector", status.pgvector_version or "[red]not available[/]")
+    table.add_row("migrations", f"{status.migration_level} of {status.latest_migration}")
+    table.add_row(
+        "embedding model",
+        str(status.embedding_space) if status.embedding_space else "none yet (run `kb db migrate`)",
+    )
+    if status.embedding_space:
+        docs = status.documents_by_status
+        table.add_row(
+            "documents",
+            f"{sum(docs.values())} ("
+            + ", ".join(f"{docs.get(s, 0)} {s}" for s in ("effective", "superseded", "draft"))
+            + ")",
+        )
+        chunks = status.chunks_by_classification
+        table.add_row(
+            "chunks",
+            f"{sum(chunks.values())} ("
+            + ", ".join(f"{chunks.get(c, 0)} {c}" for c in ("public", "internal", "confidential", "restricted"))
+            + ")",
+        )
+    table.print()
+
+
+class _Rows:
+    """Label/value lines that never wrap or truncate, so they can be read and grepped."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str]] = []
+
+    def add_row(self, label: str, value: str) -> None:
+        self.rows.append((label, value))
+
+    def print(self) -> None:
+        width = max(len(label) for label, _ in self.rows)
+        for label, value in self.rows:
+            console.print(f"[bold]{label:<{width}}[/]  {value}", soft_wrap=True, highlight=False)
+
+
+@app.command("start")
+@friendly_errors
+def db_start() -> None:
+    """Start the embedded PostgreSQL and keep it running after this command exits."""
+    from kb_core.db.targets import resolve_database
+
+    settings = settings_or_exit()
+    if settings.database.url is not None:
+        err.print("DATABASE_URL is set: the embedded database is not used, there is nothing to start")
+        raise typer.Exit(2)
+    targets = resolve_database(settings.database, keep_running=True)
+    console.print(f"running: {targets.description}")
+
+
+@app.command("stop")
+@friendly_errors
+def db_stop() -> None:
+    """Stop the embedded PostgreSQL."""
+    from kb_core.db.embedded import EmbeddedPostgres
+
+    settings = settings_or_exit()
+    stopped = EmbeddedPostgres(settings.database.state_dir).stop()
+    console.print("stopped" if stopped else "it was not running")

@@ -1,0 +1,32 @@
+"""The kb:// citation form: emitted pinned, read back pinned or not."""
+
+from __future__ import annotations
+
+import pytest
+
+from kb_server.citations import Citation, CitationError, parse_citation
+
+
+def test_a_pinned_section_citation_round_trips() -> None:
+    citation = Citation("compliance", "CMP-SOP-004", "2.0", "4.2")
+    assert str(citation) == "kb://compliance/CMP-SOP-004@2.0#4.2"
+    assert parse_citation(str(citation)) == citation
+    assert citation.pinned
+
+
+def test_an_unpinned_citation_means_the_effective_version() -> None:
+    citation = parse_citation("kb://compliance/CMP-SOP-004#4.2")
+    assert citation == Citation("compliance", "CMP-SOP-004", None, "4.2")
+    assert not citation.pinned
+
+
+def test_a_document_citation_has_no_section() -> None:
+    assert parse_citation("kb://engineering/ENG-API-001@1.3") == Citation("engineering", "ENG-API-001", "1.3")
+
+
+@pytest.mark.parametrize(
+    "text", ["", "https://example.com/x", "kb://compliance", "kb://Compliance/CMP-SOP-004", "kb://a/b@#x", "kb://a/b c"]
+)
+def test_anything_else_is_refused_with_the_expected_form(text: str) -> None:
+    with pytest.raises(CitationError, match="kb://department/DOC-CODE@version#section"):
+        parse_citation(text)
