@@ -27,15 +27,16 @@ def serve(
         err.print(f"kosha-kb serving MCP over stdio as role {settings.server.role.value}", highlight=False)
         server.run("stdio")
         return
-    import uvicorn
-
     from kb_server.http import TokenStore, build_http_app
+    from kb_server.http_guard import transport_security
+    from kb_server.http_run import run_http
 
     if host:
         settings.server.http_host = host
     if port:
         settings.server.http_port = port
     try:
+        transport_security(settings.server)  # off loopback with no allow-list: one line, no start
         tokens = TokenStore.load(settings.server.tokens_file)
     except ValueError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
@@ -48,14 +49,4 @@ def serve(
         )
     url = f"http://{settings.server.http_host}:{settings.server.http_port}/mcp"
     err.print(f"kosha-kb serving MCP over streamable HTTP at {url} ({len(tokens)} tokens)", highlight=False)
-    uvicorn.run(
-        build_http_app(server, settings.server, tokens),
-        host=settings.server.http_host,
-        port=settings.server.http_port,
-        log_level="warning",
-        access_log=False,
-        # The failed-authentication limit is per client address. uvicorn would otherwise take that address
-        # from X-Forwarded-For on connections from 127.0.0.1 (every caller, at the default bind), so a
-        # token guesser could rotate the header to get a fresh allowance on every guess.
-        proxy_headers=False,
-    )
+    run_http(build_http_app(server, settings.server, tokens), settings.server)

@@ -35,6 +35,14 @@ def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = 
     from kb_core.db.targets import resolve_database
     from kb_core.embedders import embedding_space_for
 
+    if serve:
+        from kb_server.http_guard import UnsafeBind, transport_security
+
+        try:
+            transport_security(settings.server)  # refuse a public bind with no allow-list before any work
+        except UnsafeBind as exc:
+            console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            return 2
     console.rule("[bold]kosha-kb")
     targets = resolve_database(settings.database)
     migrate(targets.owner, embedding_space_for(settings.embedding))
@@ -94,10 +102,9 @@ def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = 
 
 
 def _serve(console: Console, settings: Settings) -> None:
-    import uvicorn
-
     from kb_core.db.targets import resolve_database
     from kb_server.http import TokenStore, add_token, build_http_app
+    from kb_server.http_run import run_http
     from kb_server.server import build_server
 
     tokens_file = settings.server.tokens_file or settings.database.state_dir / "tokens.json"
@@ -135,9 +142,7 @@ def _serve(console: Console, settings: Settings) -> None:
     console.print("\nCtrl-C stops the server, the worker and the local AWS.", highlight=False)
     targets = resolve_database(settings.database)
     app = build_http_app(build_server(settings, targets.server), settings.server, TokenStore.load(tokens_file))
-    uvicorn.run(
-        app, host=settings.server.http_host, port=settings.server.http_port, log_level="warning", access_log=False
-    )
+    run_http(app, settings.server)  # the same proxy, Host/Origin and logging rules as `kb serve`
 
 
 @friendly_errors

@@ -126,6 +126,22 @@ class ServerSettings(BaseSettings):
         description="Host headers accepted over HTTP, comma-separated (e.g. mcp.internal:8765). "
         "Unset: localhost only when bound to 127.0.0.1.",
     )
+    allowed_origins: str | None = Field(
+        None,
+        validation_alias="KB_HTTP_ALLOWED_ORIGINS",
+        description="Origin headers accepted over HTTP, comma-separated (e.g. https://console.internal). "
+        "Unset: http(s):// of each allowed host. Requests without Origin (non-browser clients) are unaffected.",
+    )
+    trusted_proxies: str | None = Field(
+        None,
+        validation_alias="KB_TRUSTED_PROXIES",
+        description="Addresses (or CIDRs) of the proxies whose X-Forwarded-For is believed. Unset: none.",
+    )
+    stateless: bool = Field(
+        False,
+        validation_alias="KB_HTTP_STATELESS",
+        description="Serve HTTP without sessions, so any replica behind a load balancer can answer any request.",
+    )
     tokens_file: Path | None = Field(
         None,
         validation_alias="KB_TOKENS_FILE",

@@ -18,11 +18,13 @@ import json
 import math
 import secrets
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import MCPServer
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -30,8 +32,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kb_core.roles import Role
 from kb_core.settings import ServerSettings
+from kb_server.http_guard import OriginHostMiddleware, transport_security
 
 FAILED_AUTH_PER_MINUTE = 10
+# Addresses remembered by the failed-authentication limit. Forgetting the least recently seen one can only
+# forgive the address that has been quiet longest; without a bound, each new address costs memory forever.
+FAILED_AUTH_ADDRESSES = 10_000
 
 
 def hash_token(token: str) -> str:
@@ -84,22 +90,24 @@ def add_token(path: Path, name: str, role: Role) -> str:
 
 @dataclass
 class RateLimiter:
-    """A token bucket per key: `per_minute` refill, `burst` capacity."""
+    """A token bucket per key: `per_minute` refill, `burst` capacity; at most `max_keys` keys (LRU)."""
 
     per_minute: float
     burst: float
-    buckets: dict[str, tuple[float, float]] = field(default_factory=dict)  # key -> (tokens, last time)
+    max_keys: int = FAILED_AUTH_ADDRESSES
+    buckets: OrderedDict[str, tuple[float, float]] = field(default_factory=OrderedDict)  # key -> (tokens, last)
 
     def take(self, key: str, now: float | None = None) -> float:
         """0 when allowed (one unit taken); otherwise the seconds until one unit is available."""
         now = time.monotonic() if now is None else now
         tokens, last = self.buckets.get(key, (self.burst, now))
         tokens = min(self.burst, tokens + (now - last) * self.per_minute / 60)
-        if tokens >= 1:
-            self.buckets[key] = (tokens - 1, now)
-            return 0.0
-        self.buckets[key] = (tokens, now)
-        return (1 - tokens) * 60 / self.per_minute
+        allowed = tokens >= 1
+        self.buckets[key] = (tokens - 1 if allowed else tokens, now)
+        self.buckets.move_to_end(key)
+        while len(self.buckets) > self.max_keys:
+            self.buckets.popitem(last=False)
+        return 0.0 if allowed else (1 - tokens) * 60 / self.per_minute
 
 
 class BearerAuthMiddleware:
@@ -144,6 +152,16 @@ class BearerAuthMiddleware:
             return
         scope.setdefault("state", {})["kb_role"] = entry.role
         scope["state"]["kb_caller"] = entry.name
+        # The SDK binds a session to the AuthenticatedUser that created it: another token (or none) then gets
+        # 404 for it on POST, GET and DELETE. The subject is the token's hash, so a session belongs to one token.
+        scope["user"] = AuthenticatedUser(
+            AccessToken(
+                token=hash_token(token.strip()),
+                client_id=entry.name,
+                scopes=[entry.role.value],
+                subject=hash_token(token.strip()),
+            )
+        )
         # A chunked body is not cut off here: raising from receive() was a 500. The SDK's
         # RequestBodyLimitMiddleware (max_request_body_size in build_http_app) answers it with 413.
         await self.app(scope, receive, send)
@@ -170,16 +188,13 @@ def build_http_app(server: MCPServer, settings: ServerSettings, tokens: TokenSto
     async def healthz(_: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
-    security = None
-    if settings.allowed_hosts:
-        hosts = [h.strip() for h in settings.allowed_hosts.split(",") if h.strip()]
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=hosts,
-            allowed_origins=[f"http://{h}" for h in hosts],
-        )
+    security = transport_security(settings)  # UnsafeBind off loopback without an allow-list
     app = server.streamable_http_app(
-        max_request_body_size=settings.max_request_bytes, host=settings.http_host, transport_security=security
+        max_request_body_size=settings.max_request_bytes,
+        host=settings.http_host,
+        transport_security=security,
+        stateless_http=settings.stateless,
     )
     app.add_middleware(BearerAuthMiddleware, tokens=tokens, settings=settings)
+    app.add_middleware(OriginHostMiddleware, security=security)  # added last: runs first, before authentication
     return app

@@ -1,0 +1,68 @@
+"""Running the HTTP app: one way for every serve path (`kb serve`, `kb up`), so none forgets a setting.
+
+- X-Forwarded-For is believed only from KB_TRUSTED_PROXIES. uvicorn's default believes it from 127.0.0.1,
+  which behind no proxy is every local caller: a token guesser could rotate the header to get a fresh
+  failed-authentication allowance on every guess.
+- Logs are one line per record (the SDK's rich handler wraps and draws tracebacks in boxes), and a client
+  that goes away mid-request is an INFO line, not an ERROR with a traceback: it is not the server's fault.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+from starlette.requests import ClientDisconnect
+
+from kb_core.settings import ServerSettings
+
+# The SDK logs these with logger.exception when the client has gone; nothing on the server is wrong.
+_DISCONNECTS: tuple[type[BaseException], ...] = (ClientDisconnect, ConnectionResetError, BrokenPipeError)
+
+
+def proxy_options(settings: ServerSettings) -> dict[str, Any]:
+    proxies = [p.strip() for p in (settings.trusted_proxies or "").split(",") if p.strip()]
+    if not proxies:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": proxies}
+
+
+class ClientDisconnectToInfo(logging.Filter):
+    """Turns an exception record caused by a client disconnect into one INFO line without a traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, _DISCONNECTS):
+            record.msg = f"client disconnected before its request was complete ({record.getMessage()})"
+            record.args = None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def configure_logging() -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+        force=True,
+    )
+    disconnects = ClientDisconnectToInfo()
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(disconnects)
+
+
+def run_http(app: Any, settings: ServerSettings) -> None:
+    import uvicorn
+
+    configure_logging()
+    uvicorn.run(
+        app,
+        host=settings.http_host,
+        port=settings.http_port,
+        log_level="warning",
+        access_log=False,
+        log_config=None,  # keep the one-line handler above
+        **proxy_options(settings),
+    )
