@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import date, datetime
 
 import psycopg
 import typer
@@ -28,6 +29,7 @@ async def run_search(
     departments: list[str] | None,
     top_k: int,
     explain: bool,
+    as_of: date | None = None,
 ) -> None:
     targets = resolve_database(settings.database)
     embedder = make_embedder(settings.embedding)
@@ -44,9 +46,11 @@ async def run_search(
             departments=departments,
             limit=min(top_k, MAX_CHUNKS),
             ef_search=settings.server.ef_search,
+            as_of=as_of,
         )
     result = capped_result(query, hits, degraded_reason=None)
-    console.print(f"[bold]{len(result.documents)} chunks[/] for {query!r} as {role.value}", highlight=False)
+    when = f" as of {as_of.isoformat()}" if as_of else ""
+    console.print(f"[bold]{len(result.documents)} chunks[/] for {query!r} as {role.value}{when}", highlight=False)
     if result.warning:
         console.print(f"[yellow]warning:[/] {result.warning}", highlight=False)
     if explain:
@@ -80,8 +84,12 @@ def search(
     department: list[str] = typer.Option(None, "--department", "-d", help="Only this department (repeatable)."),
     top_k: int = typer.Option(5, "--top-k", "-k", min=1, max=50),
     explain: bool = typer.Option(False, "--explain", help="Show each chunk's vector rank, text rank and score."),
+    as_of: datetime | None = typer.Option(
+        None, "--as-of", formats=["%Y-%m-%d"], help="Search the versions in force on this date (YYYY-MM-DD)."
+    ),
 ) -> None:
     """Search as a person would through MCP; --explain is the retrieval X-ray."""
     settings = settings_or_exit()
     chosen = role_or_exit(role)
-    asyncio.run(run_search(console, settings, query, chosen, department or None, top_k, explain))
+    day = as_of.date() if as_of else None
+    asyncio.run(run_search(console, settings, query, chosen, department or None, top_k, explain, day))

@@ -1,40 +1,40 @@
 """Reading documents and their sections under the caller's role (get_document, list_documents, kb:// URIs).
 
 Each read is one round trip. A document the role may not see and a document that does not exist give
-the same answer: nothing.
+the same answer: nothing. Which version a read means (pinned, as of a date, current) is kb_server.versions.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 
 from psycopg import AsyncConnection
 
 from kb_core.roles import Role
+from kb_server.citations import Citation
 from kb_server.db.reader import reader_transaction
+from kb_server.versions import CHOSEN_DOC_ID, in_force_on, version_params
 
-# The version asked for, or else the effective one, or else the newest.
-_CHOSEN = """
-FROM kb.documents
-WHERE doc_code = %(doc_code)s AND (%(version)s::text IS NULL OR version = %(version)s)
-ORDER BY status = 'effective' DESC, effective_date DESC, version_key DESC
-LIMIT 1"""
 _DOCUMENT = f"""
 SELECT doc_id, doc_code, title, version, status::text, effective_date, department, classification::text,
-       owner, regulatory_refs {_CHOSEN}"""
+       owner, withdrawn_at, regulatory_refs
+FROM kb.documents WHERE doc_id = ({CHOSEN_DOC_ID})"""
 _CHUNKS = f"""
 SELECT section_path, anchor, content, injection_suspect
 FROM kb.chunks
-WHERE doc_id = (SELECT doc_id {_CHOSEN})
+WHERE doc_id = ({CHOSEN_DOC_ID})
 ORDER BY ordinal"""
 _VERSIONS = "SELECT version FROM kb.documents WHERE doc_code = %(doc_code)s ORDER BY version_key"
-_LIST = """
+# Withdrawn versions only when asked for by status, or as of a date when they were in force.
+_LIST = f"""
 SELECT doc_code, title, version, status::text, effective_date, department, classification::text, owner,
-       count(*) OVER () AS total
+       withdrawn_at, count(*) OVER () AS total
 FROM kb.documents
 WHERE (%(department)s::text IS NULL OR department = %(department)s)
-  AND (%(status)s::text IS NULL OR status = %(status)s::kb.doc_status)
+  AND CASE WHEN %(status)s::text IS NOT NULL THEN status = %(status)s::kb.doc_status
+           ELSE status <> 'withdrawn' OR %(as_of)s::date IS NOT NULL END
+  AND (%(as_of)s::date IS NULL OR doc_id IN (SELECT doc_id FROM ({in_force_on()}) in_force))
 ORDER BY department, doc_code, version_key DESC
 LIMIT %(limit)s
 """
@@ -60,10 +60,15 @@ class ListedDocument:
     department: str
     classification: str
     owner: str
+    withdrawn_at: datetime | None = None
 
     @property
     def citation(self) -> str:
-        return f"kb://{self.department}/{self.doc_code}"
+        """The pinned citation of this version."""
+        return str(Citation(self.department, self.doc_code, self.version))
+
+    def section_citation(self, anchor: str) -> str:
+        return str(Citation(self.department, self.doc_code, self.version, anchor))
 
 
 @dataclass(frozen=True)
@@ -76,9 +81,10 @@ class StoredDocument(ListedDocument):
 
 
 async def fetch_document(
-    conn: AsyncConnection, role: Role, doc_code: str, version: str | None = None
+    conn: AsyncConnection, role: Role, doc_code: str, version: str | None = None, *, as_of: date | None = None
 ) -> StoredDocument | None:
-    params = {"doc_code": doc_code, "version": version}
+    """The version `version` names, or the one in force on `as_of`, or the current one."""
+    params = version_params(doc_code, version=version, as_of=as_of)
     async with reader_transaction(conn, role) as tx:
         document = await tx.execute(_DOCUMENT, params)
         chunks = await tx.execute(_CHUNKS, params)
@@ -86,7 +92,7 @@ async def fetch_document(
     row = await document.fetchone()
     if row is None:
         return None
-    doc_code, title, version, status, effective_date, department, classification, owner, refs = row[1:]
+    doc_code, title, version, status, effective_date, department, classification, owner, withdrawn, refs = row[1:]
     return StoredDocument(
         doc_code,
         title,
@@ -96,6 +102,7 @@ async def fetch_document(
         department,
         classification,
         owner,
+        withdrawn,
         list(refs),
         versions=[v for (v,) in await versions.fetchall()],
         sections=join_sections(await chunks.fetchall()),
@@ -117,10 +124,19 @@ def join_sections(chunk_rows: list[tuple[str, str, str, bool]]) -> list[StoredSe
 
 
 async def list_documents(
-    conn: AsyncConnection, role: Role, *, department: str | None, status: str | None, limit: int
+    conn: AsyncConnection,
+    role: Role,
+    *,
+    department: str | None,
+    status: str | None,
+    limit: int,
+    as_of: date | None = None,
 ) -> tuple[list[ListedDocument], int]:
+    """Every version the role may read (withdrawn ones only when `status` asks for them); with `as_of`, per
+    doc code the version in force on that date."""
+    params = {"department": department, "status": status, "limit": limit, "as_of": as_of}
     async with reader_transaction(conn, role) as tx:
-        cursor = await tx.execute(_LIST, {"department": department, "status": status, "limit": limit})
+        cursor = await tx.execute(_LIST, params)
     rows = await cursor.fetchall()
     total = rows[0][-1] if rows else 0
     return [ListedDocument(*row[:-1]) for row in rows], total

@@ -5,6 +5,10 @@ Both legs read kb.searchable_chunks, the classification partitions as one relati
 partitions above its ceiling are planned away (`One-Time Filter: false`) and the others are read
 through their own HNSW and GIN indexes (see sql/002 for why the ceiling is enforced per partition).
 When there is no query vector (the embedder failed: degraded mode) the vector leg is an empty set.
+
+As of a date (point in time), both legs read the chunks of the versions in force then (kb_server.versions):
+those of current versions through the same partial indexes, those of earlier versions (few) through the
+doc_id index. The current path is unchanged: it never looks at the versions table.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ import numpy as np
 from psycopg import AsyncConnection
 
 from kb_core.roles import Role
+from kb_server.citations import Citation
 from kb_server.db.reader import reader_transaction
+from kb_server.versions import in_force_on
 
 RRF_K = 60
 CANDIDATES = 50  # per leg
@@ -28,7 +34,7 @@ vector_hits AS (
     SELECT chunk_id, classification, row_number() OVER (ORDER BY distance) AS rank
     FROM (SELECT chunk_id, classification, embedding <=> %(vector)s AS distance
           FROM kb.searchable_chunks
-          WHERE is_effective AND (%(departments)s::text[] IS NULL OR department = ANY(%(departments)s))
+          WHERE {current} AND (%(departments)s::text[] IS NULL OR department = ANY(%(departments)s))
           ORDER BY embedding <=> %(vector)s
           LIMIT %(candidates)s) nearest
 )"""
@@ -56,14 +62,39 @@ MATCH_CAP = 2000
 _WORD_MATCHES = """
           SELECT word_matches.* FROM unnest((SELECT words FROM query)) AS w(word)
           CROSS JOIN LATERAL (SELECT c.chunk_id, c.classification, c.tsv FROM kb.chunks_{partition} c
-                              WHERE c.tsv @@ w.word AND c.is_effective
+                              WHERE c.tsv @@ w.word AND c.{current}
                                 AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
                               LIMIT (SELECT per_word FROM query)) word_matches"""
 _QUERY_MATCHES = """
           SELECT * FROM (SELECT c.chunk_id, c.classification, c.tsv FROM kb.chunks_{partition} c
-                         WHERE c.tsv @@ (SELECT tsq FROM query) AND c.is_effective
+                         WHERE c.tsv @@ (SELECT tsq FROM query) AND c.{current}
                            AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
                          LIMIT %(match_cap)s) {partition}_matches"""
+# As of a date: the current versions' chunks (read as above, then kept if their version was in force), and
+# the chunks of earlier versions in force then, which the partial indexes do not hold.
+_CURRENT = "is_effective"
+_CURRENT_AS_OF = "is_effective AND {c}doc_id IN (SELECT doc_id FROM in_force WHERE is_effective)"
+_EARLIER_AS_OF = "NOT c.is_effective AND c.doc_id IN (SELECT doc_id FROM in_force WHERE NOT is_effective)"
+_IN_FORCE = "\nin_force AS (" + in_force_on() + "\n)"
+_VECTOR_LEG_AS_OF = """
+vector_hits AS (
+    SELECT chunk_id, classification, row_number() OVER (ORDER BY distance) AS rank
+    FROM (SELECT * FROM (SELECT chunk_id, classification, embedding <=> %(vector)s AS distance
+                         FROM kb.searchable_chunks
+                         WHERE {current}
+                           AND (%(departments)s::text[] IS NULL OR department = ANY(%(departments)s))
+                         ORDER BY embedding <=> %(vector)s
+                         LIMIT %(candidates)s) current_versions
+          UNION ALL
+          SELECT c.chunk_id, c.classification, c.embedding <=> %(vector)s FROM kb.searchable_chunks c
+          WHERE {earlier} AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
+          ORDER BY distance LIMIT %(candidates)s) nearest
+)"""
+_EARLIER_MATCHES = """
+          SELECT * FROM (SELECT c.chunk_id, c.classification, c.tsv FROM kb.searchable_chunks c
+                         WHERE c.tsv @@ (SELECT tsq FROM query) AND {earlier}
+                           AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
+                         LIMIT %(match_cap)s) earlier_matches"""
 _TEXT_LEG = """
 text_hits AS (
     SELECT chunk_id, classification, row_number() OVER (ORDER BY text_rank DESC, chunk_id) AS rank
@@ -118,17 +149,33 @@ _QUERY_WORDS = """query AS (
 
 
 def hybrid_sql(
-    *, with_vector: bool, with_text: bool = True, text_query: str = TEXT_QUERY, text_rank: str = TEXT_RANK
+    *,
+    with_vector: bool,
+    with_text: bool = True,
+    text_query: str = TEXT_QUERY,
+    text_rank: str = TEXT_RANK,
+    as_of: bool = False,
 ) -> str:
-    """The statement; a leg turned off is an empty set (degraded mode, and the evals' ablations)."""
+    """The statement; a leg turned off is an empty set (degraded mode, and the evals' ablations). With
+    `as_of`, it reads the versions in force on %(as_of)s instead of the current ones."""
     if text_rank not in TEXT_RANKS:
         raise ValueError(f"text_rank must be one of {TEXT_RANKS}")
     query = _QUERY_WORDS.format(tsq=TEXT_QUERIES[text_query])
     # The OR form shares the cap out among the words; the websearch (AND) form caps the whole query's matches.
     per_partition = _WORD_MATCHES if text_query == "or" else _QUERY_MATCHES
-    matches = "\n          UNION ALL".join(per_partition.format(partition=p) for p in PARTITIONS)
+    current = _CURRENT_AS_OF.format(c="c.") if as_of else _CURRENT
+    partitions = [per_partition.format(partition=p, current=current) for p in PARTITIONS]
+    if as_of:
+        partitions.append(_EARLIER_MATCHES.format(earlier=_EARLIER_AS_OF))
+    matches = "\n          UNION ALL".join(partitions)
     text_leg = _TEXT_LEG.format(rank=text_rank, matches=matches) if with_text else _NO_TEXT_LEG
-    legs = [query, _VECTOR_LEG if with_vector else _NO_VECTOR_LEG, text_leg]
+    if not with_vector:
+        vector_leg = _NO_VECTOR_LEG
+    elif as_of:
+        vector_leg = _VECTOR_LEG_AS_OF.format(current=_CURRENT_AS_OF.format(c=""), earlier=_EARLIER_AS_OF)
+    else:
+        vector_leg = _VECTOR_LEG.format(current=_CURRENT)
+    legs = [*([_IN_FORCE] if as_of else []), query, vector_leg, text_leg]
     return "WITH " + ",".join(legs) + "," + _FUSE_AND_FETCH
 
 
@@ -150,7 +197,8 @@ class Hit:
 
     @property
     def citation(self) -> str:
-        return f"kb://{self.department}/{self.doc_code}#{self.anchor}"
+        """Pinned to the chunk's version: it resolves to this text whatever supersedes it later."""
+        return str(Citation(self.department, self.doc_code, self.version, self.anchor))
 
 
 async def hybrid_search(
@@ -167,8 +215,10 @@ async def hybrid_search(
     text_query: str = TEXT_QUERY,
     text_rank: str = TEXT_RANK,
     with_text: bool = True,
+    as_of: date | None = None,
 ) -> list[Hit]:
-    """Run the hybrid query as `role` in one round trip; `vector` None runs the full-text leg alone."""
+    """Run the hybrid query as `role` in one round trip; `vector` None runs the full-text leg alone. With
+    `as_of`, each document answers with its version in force on that date."""
     params = {
         "text": text,
         "vector": vector,
@@ -177,10 +227,15 @@ async def hybrid_search(
         "match_cap": match_cap,
         "rrf_k": RRF_K,
         "limit": limit,
+        "as_of": as_of,
     }
     async with reader_transaction(conn, role, ef_search=ef_search) as tx:
         statement = hybrid_sql(
-            with_vector=vector is not None, with_text=with_text, text_query=text_query, text_rank=text_rank
+            with_vector=vector is not None,
+            with_text=with_text,
+            text_query=text_query,
+            text_rank=text_rank,
+            as_of=as_of is not None,
         )
         cursor = await tx.execute(statement, params)
     return [Hit(*row) for row in await cursor.fetchall()]

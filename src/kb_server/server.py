@@ -14,6 +14,7 @@ import unicodedata
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, fields
+from datetime import date
 from typing import Annotated, Any
 
 import anyio
@@ -50,6 +51,7 @@ MAX_QUERY_CHARS = 1000
 MAX_LISTED = 200
 DOC_CODE = re.compile(r"^[A-Z]{3}-[A-Z]{3}-[0-9]{3,6}$")
 VERSION = re.compile(r"^[0-9]+(\.[0-9]+){0,3}$")
+STATUSES = ("effective", "superseded", "draft", "withdrawn")
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 UNAVAILABLE = "the knowledge base is temporarily unavailable (database unreachable); try again shortly"
 
@@ -104,7 +106,9 @@ def build_server(
         title="Kosha knowledge base",
         instructions=(
             "Search Kosha Financial's internal documents (policies, SOPs, runbooks, API references) and cite "
-            "them. Results are ranked chunks with kb:// citations; you write the answer. " + NOTICE + "."
+            "them. Results are ranked chunks with version-pinned citations (kb://department/DOC-CODE@version#section: "
+            "reading one returns exactly that version's text); you write the answer. Pass as_of (a date) to ask "
+            "what the documents said on that date. " + NOTICE + "."
         ),
         lifespan=lifespan,
     )
@@ -171,10 +175,17 @@ def _check_doc_code(doc_code: str) -> str:
     return code
 
 
-def _not_found(doc_code: str, version: str | None = None) -> str:
+def _not_found(doc_code: str, version: str | None = None, as_of: date | None = None) -> str:
     # The same words for a document that does not exist and one above the caller's ceiling.
     which = f"{doc_code} version {version}" if version else doc_code
-    return f"no document {which} is available to you; list_documents shows what you can read"
+    when = f" in force on {as_of.isoformat()}" if as_of else ""
+    return f"no document {which}{when} is available to you; list_documents shows what you can read"
+
+
+AS_OF = Field(
+    description="A date (YYYY-MM-DD): answer with each document's version in force on that date (superseded and "
+    "withdrawn versions included when they were in force). Default: the current versions."
+)
 
 
 async def _embed_query(kb: KnowledgeBase, text: str) -> tuple[np.ndarray | None, str | None]:
@@ -239,10 +250,10 @@ def _register_tools(server: MCPServer) -> None:
     @server.tool(
         title="Search the knowledge base",
         description=(
-            "Hybrid (semantic + keyword) search over Kosha Financial's effective internal documents. Returns up "
-            "to 8 ranked chunks, each with doc_code, version, section_path, content and a kb:// citation. "
-            + NOTICE
-            + "."
+            "Hybrid (semantic + keyword) search over Kosha Financial's effective internal documents (or, with as_of, "
+            "the versions in force on that date). Returns up to 8 ranked chunks, each with doc_code, version, "
+            "section_path, content and a citation pinned to its version (kb://department/DOC-CODE@version#section); "
+            "cite it as given. " + NOTICE + "."
         ),
         annotations=READ_ONLY,
     )
@@ -254,6 +265,7 @@ def _register_tools(server: MCPServer) -> None:
             Field(description=f"Only these departments: {', '.join(DEPARTMENTS)}.", max_length=len(DEPARTMENTS)),
         ] = None,
         top_k: Annotated[int, Field(ge=1, le=50, description="How many chunks to return (at most 8 are).")] = 5,
+        as_of: Annotated[date | None, AS_OF] = None,
     ) -> SearchResult:
         kb = knowledge_base(ctx)
         text = _clean_query(query)
@@ -269,6 +281,7 @@ def _register_tools(server: MCPServer) -> None:
                 departments=wanted,
                 limit=min(top_k, MAX_CHUNKS) + 1,
                 ef_search=kb.settings.server.ef_search,
+                as_of=as_of,
             )
         capped = capped_result(text, hits[: min(top_k, MAX_CHUNKS)], degraded_reason=degraded)
         capped.truncated = capped.truncated or (top_k > MAX_CHUNKS and len(hits) > MAX_CHUNKS)
@@ -278,7 +291,9 @@ def _register_tools(server: MCPServer) -> None:
         title="Get a document",
         description=(
             "A document's metadata and its sections, by doc code (for example CMP-SOP-004). Any version, "
-            "superseded ones included; without a version, the effective one. " + NOTICE + "."
+            "superseded and withdrawn ones included; with as_of, the version in force on that date; without "
+            "either, the effective one. Each section has a citation pinned to the version "
+            "(kb://department/DOC-CODE@version#section). " + NOTICE + "."
         ),
         annotations=READ_ONLY,
     )
@@ -288,20 +303,28 @@ def _register_tools(server: MCPServer) -> None:
         version: Annotated[
             str | None, Field(description="For example 2.0; default: the effective version.", max_length=20)
         ] = None,
+        as_of: Annotated[date | None, AS_OF] = None,
     ) -> DocumentDetail:
         code = _check_doc_code(doc_code)
         if version is not None and not VERSION.match(version.strip()):
             raise ToolError(f"malformed version {version[:20]!r}: use dotted numbers such as 3.1")
+        if version is not None and as_of is not None:
+            raise ToolError("give a version or an as_of date, not both: a version names one text, as_of finds it")
         async with connection(ctx) as conn:
-            document = await fetch_document(conn, caller_role(ctx), code, version.strip() if version else None)
+            pinned = version.strip() if version else None
+            document = await fetch_document(conn, caller_role(ctx), code, pinned, as_of=as_of)
         if document is None:
-            raise ToolError(_not_found(code, version))
+            raise ToolError(_not_found(code, version, as_of))
         return document_detail(document)
 
     @server.tool(
         name="list_documents",
         title="List documents",
-        description="The documents your role may read, optionally of one department and one status.",
+        description=(
+            "The document versions your role may read, optionally of one department and one status; with as_of, "
+            "each document's version in force on that date. Withdrawn versions are listed only with "
+            "status=withdrawn (or as_of a date when they were in force)."
+        ),
         annotations=READ_ONLY,
     )
     async def list_documents_tool(
@@ -309,15 +332,18 @@ def _register_tools(server: MCPServer) -> None:
         department: Annotated[
             str | None, Field(description=f"One of: {', '.join(DEPARTMENTS)}.", max_length=40)
         ] = None,
-        status: Annotated[str | None, Field(description="effective, superseded or draft.", max_length=20)] = None,
+        status: Annotated[
+            str | None, Field(description="effective, superseded, draft or withdrawn.", max_length=20)
+        ] = None,
+        as_of: Annotated[date | None, AS_OF] = None,
     ) -> DocumentList:
         if department is not None:
             _check_departments([department])
-        if status is not None and status not in ("effective", "superseded", "draft"):
-            raise ToolError(f"unknown status {status[:20]!r}; use effective, superseded or draft")
+        if status is not None and status not in STATUSES:
+            raise ToolError(f"unknown status {status[:20]!r}; use {', '.join(STATUSES[:-1])} or {STATUSES[-1]}")
         async with connection(ctx) as conn:
             rows, total = await list_documents(
-                conn, caller_role(ctx), department=department, status=status, limit=MAX_LISTED
+                conn, caller_role(ctx), department=department, status=status, limit=MAX_LISTED, as_of=as_of
             )
         summaries = [summary_of(row) for row in rows]
         return DocumentList(documents=summaries, total=total, truncated=total > len(summaries))
@@ -338,7 +364,7 @@ def document_detail(document: StoredDocument) -> DocumentDetail:
     for section in document.sections:
         entry = Section(
             section_path=section.section_path or document.title,
-            citation=f"{document.citation}#{section.anchor}",
+            citation=document.section_citation(section.anchor),
             content=section.content,
             injection_suspect=section.injection_suspect,
         )
@@ -357,36 +383,22 @@ def document_detail(document: StoredDocument) -> DocumentDetail:
 
 
 def _register_resources(server: MCPServer) -> None:
-    async def read(ctx: Context, department: str, doc_code: str) -> StoredDocument:
+    async def read(ctx: Context, department: str, doc_code: str, version: str | None = None) -> StoredDocument:
         code = doc_code.upper()
         if department not in DEPARTMENTS or not DOC_CODE.match(code):
             raise ResourceNotFoundError(_not_found(doc_code[:40]))
+        if version is not None and not VERSION.match(version):
+            raise ResourceNotFoundError(_not_found(code, version[:20]))
         try:
             async with connection(ctx) as conn:
-                document = await fetch_document(conn, caller_role(ctx), code)
+                document = await fetch_document(conn, caller_role(ctx), code, version)
         except ToolError as exc:
             raise ResourceNotFoundError(str(exc)) from exc
         if document is None or document.department != department:
-            raise ResourceNotFoundError(_not_found(code))
+            raise ResourceNotFoundError(_not_found(code, version))
         return document
 
-    @server.resource(
-        "kb://{department}/{doc_code}",
-        name="document",
-        mime_type="application/json",
-        description="A document (its effective version) with its sections. " + NOTICE + ".",
-    )
-    async def document_resource(department: str, doc_code: str, ctx: Context) -> str:
-        return document_detail(await read(ctx, department, doc_code)).model_dump_json()
-
-    @server.resource(
-        "kb://{department}/{doc_code}{#section}",
-        name="section",
-        mime_type="application/json",
-        description="One cited section of a document, e.g. kb://compliance/CMP-SOP-004#4.2. " + NOTICE + ".",
-    )
-    async def section_resource(department: str, doc_code: str, section: str, ctx: Context) -> str:
-        document = await read(ctx, department, doc_code)
+    def section_of(document: StoredDocument, section: str) -> str:
         for stored in document.sections:
             if stored.anchor == section:
                 return json.dumps(
@@ -395,12 +407,55 @@ def _register_resources(server: MCPServer) -> None:
                         "doc_code": document.doc_code,
                         "title": document.title,
                         "version": document.version,
+                        "status": document.status,
                         "effective_date": document.effective_date.isoformat(),
                         "department": document.department,
                         "section_path": stored.section_path,
-                        "citation": f"{document.citation}#{section}",
+                        "citation": document.section_citation(section),
                         "content": stored.content,
                         "injection_suspect": stored.injection_suspect,
                     }
                 )
-        raise ResourceNotFoundError(f"{document.doc_code} has no section #{section[:40]}")
+        raise ResourceNotFoundError(f"{document.doc_code} version {document.version} has no section #{section[:40]}")
+
+    # Pinned templates first: the resource manager tries templates in order, and the unpinned ones would
+    # otherwise match "CMP-SOP-004@2.0" as a doc code.
+    @server.resource(
+        "kb://{department}/{doc_code}@{version}",
+        name="document_version",
+        mime_type="application/json",
+        description="One version of a document with its sections, e.g. kb://compliance/CMP-SOP-004@2.0 "
+        "(superseded and withdrawn versions too). " + NOTICE + ".",
+    )
+    async def document_version_resource(department: str, doc_code: str, version: str, ctx: Context) -> str:
+        return document_detail(await read(ctx, department, doc_code, version)).model_dump_json()
+
+    @server.resource(
+        "kb://{department}/{doc_code}@{version}{#section}",
+        name="section_version",
+        mime_type="application/json",
+        description="One cited section of one version, e.g. kb://compliance/CMP-SOP-004@2.0#4.2: exactly the text "
+        "that version says, whatever has superseded it since. " + NOTICE + ".",
+    )
+    async def section_version_resource(department: str, doc_code: str, version: str, section: str, ctx: Context) -> str:
+        return section_of(await read(ctx, department, doc_code, version), section)
+
+    @server.resource(
+        "kb://{department}/{doc_code}",
+        name="document",
+        mime_type="application/json",
+        description="A document (its effective version) with its sections; each section's citation is pinned "
+        "to that version. " + NOTICE + ".",
+    )
+    async def document_resource(department: str, doc_code: str, ctx: Context) -> str:
+        return document_detail(await read(ctx, department, doc_code)).model_dump_json()
+
+    @server.resource(
+        "kb://{department}/{doc_code}{#section}",
+        name="section",
+        mime_type="application/json",
+        description="One section of a document's effective version, e.g. kb://compliance/CMP-SOP-004#4.2 (its "
+        "citation field names the version). " + NOTICE + ".",
+    )
+    async def section_resource(department: str, doc_code: str, section: str, ctx: Context) -> str:
+        return section_of(await read(ctx, department, doc_code), section)

@@ -89,8 +89,8 @@ async def test_a_search_returns_cited_chunks_in_the_llds_shape(corpus_database, 
         "citation",
         "injection_suspect",
     }
-    assert top["citation"].startswith(f"kb://{top['department']}/{top['doc_code']}#")
-    assert any(d["citation"] == "kb://compliance/CMP-SOP-004#4.2" for d in content["documents"])
+    assert top["citation"].startswith(f"kb://{top['department']}/{top['doc_code']}@{top['version']}#")
+    assert any(d["citation"] == "kb://compliance/CMP-SOP-004@3.1#4.2" for d in content["documents"])
     assert all(d["version"] != "2.0" or d["doc_code"] != "CMP-SOP-004" for d in content["documents"])  # effective only
 
 
@@ -177,8 +177,9 @@ async def test_get_document_returns_any_version_including_superseded_ones(corpus
         old = (await call(client, "get_document", doc_code="cmp-sop-004", version="2.0")).structured_content
     assert (current["version"], current["status"], current["other_versions"]) == ("3.1", "effective", ["2.0"])
     assert (old["version"], old["status"]) == ("2.0", "superseded")
-    section = next(s for s in old["sections"] if s["citation"].endswith("#4.2"))
+    section = next(s for s in old["sections"] if s["citation"] == "kb://compliance/CMP-SOP-004@2.0#4.2")
     assert "$10,000" in section["content"]
+    assert old["citation"] == "kb://compliance/CMP-SOP-004@2.0"
 
 
 async def test_unknown_and_forbidden_documents_are_indistinguishable(corpus_database, local_embedder):
@@ -205,7 +206,13 @@ async def test_citations_resolve_as_resources_under_the_same_ceiling(corpus_data
             await client.read_resource("kb://legal/CMP-SOP-004#4.2")  # the wrong department
         with pytest.raises(MCPError):
             await client.read_resource("kb://compliance/CMP-SOP-004#99.9")
-    assert templates == ["kb://{department}/{doc_code}", "kb://{department}/{doc_code}{#section}"]
+    assert templates == [
+        "kb://{department}/{doc_code}@{version}",
+        "kb://{department}/{doc_code}@{version}{#section}",
+        "kb://{department}/{doc_code}",
+        "kb://{department}/{doc_code}{#section}",
+    ]
+    assert section["citation"] == "kb://compliance/CMP-SOP-004@3.1#4.2" and section["version"] == "3.1"
     assert section["section_path"] == "4. Customer Risk Rating › 4.2 Enhanced Due Diligence"
     assert "$7,500" in section["content"] and section["notice"] == NOTICE
     assert document["doc_code"] == "CMP-SOP-004" and len(document["sections"]) >= 8
