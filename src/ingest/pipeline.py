@@ -21,6 +21,7 @@ from ingest.scanner import scan_for_injection
 from ingest.upsert import (
     PreparedChunk,
     VersionConflict,
+    check_version_claim,
     embedding_sha256,
     find_by_source_hash,
     log_event,
@@ -56,8 +57,17 @@ class IngestResult:
 class Ingestor:
     """Ingests files as the writer, over one connection; check the embedding space once, up front."""
 
-    def __init__(self, conninfo: str, embedder: Embedder, *, max_bytes: int, contextual_prefix: bool = True) -> None:
+    def __init__(
+        self,
+        conninfo: str,
+        embedder: Embedder,
+        *,
+        max_bytes: int,
+        contextual_prefix: bool = True,
+        withdrawn_retention_days: int | None = None,
+    ) -> None:
         self.conninfo = conninfo
+        self.withdrawn_retention_days = withdrawn_retention_days  # None: keep withdrawn versions for ever
         self.contextual_prefix = contextual_prefix  # off only for the evals' ablation
         self.conn = self._connect()
         self.embedder = embedder
@@ -122,6 +132,7 @@ class Ingestor:
 
             mark = time.perf_counter()
             with self.conn.transaction():
+                check_version_claim(self.conn, header, source_uri=source_uri, source_sha256=sha256)
                 known_vectors = reusable_embeddings(self.conn, [p.embedding_sha256 for p in prepared])
             missing = [p for p in prepared if p.embedding_sha256 not in known_vectors]
             tokens = 0
@@ -170,7 +181,7 @@ class Ingestor:
     def withdraw(self, source_uri: str) -> IngestResult:
         self._ensure_connected()
         with self.conn.transaction():
-            removed = withdraw(self.conn, source_uri)
+            removed = withdraw(self.conn, source_uri, retention_days=self.withdrawn_retention_days)
         versions = ", ".join(f"{code} v{version}" for code, version in removed) or "nothing was stored from it"
         return IngestResult(source_uri, "withdrawn", reason=versions)
 

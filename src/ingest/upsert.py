@@ -2,7 +2,12 @@
 
 - Versions: a new `effective` version supersedes the doc code's current effective one when its
   (effective date, version) is later; an older version arriving late is stored as `superseded`.
-- A changed file (same doc code and version, new bytes) replaces its chunks.
+- No silent revisions: a file whose content changed while its header's doc code and version did not is
+  refused (pinned citations name a version, so a version's text never changes once stored); the error
+  names the header fields to change.
+- Withdrawing keeps the versions and their chunks, marked `withdrawn` with the time (pinned citations and
+  point-in-time reads still resolve to them), for as long as the retention setting says; re-ingesting the
+  identical file reinstates a withdrawn version.
 - Chunks whose embedded text was embedded before (same model, same text) reuse that vector.
 - Anything that fails rolls the whole transaction back: what was stored before stays as it was.
 """
@@ -31,6 +36,10 @@ class VersionConflict(Exception):
     """Two different files claim the same doc code and version."""
 
 
+class UnversionedRevision(VersionConflict):
+    """A file's content changed while its header's doc code and version did not."""
+
+
 @dataclass(frozen=True)
 class PreparedChunk:
     chunk: Chunk
@@ -52,8 +61,10 @@ def embedding_sha256(model: str, text: str) -> str:
 
 def find_by_source_hash(conn: psycopg.Connection, sha256: str) -> tuple[str, str, str] | None:
     """(source_uri, doc_code, version) of a version stored from these exact bytes, if any."""
+    # A withdrawn version does not count: ingesting its file again reinstates it.
     row = conn.execute(
-        "SELECT source_uri, doc_code, version FROM kb.documents WHERE source_sha256 = %s ORDER BY doc_id LIMIT 1",
+        "SELECT source_uri, doc_code, version FROM kb.documents WHERE source_sha256 = %s AND status <> 'withdrawn' "
+        "ORDER BY doc_id LIMIT 1",
         (sha256,),
     ).fetchone()
     return (row[0], row[1], row[2]) if row else None
@@ -70,6 +81,32 @@ def reusable_embeddings(conn: psycopg.Connection, hashes: Sequence[str]) -> dict
     return {sha: np.asarray(vector.to_numpy() if hasattr(vector, "to_numpy") else vector) for sha, vector in rows}
 
 
+def check_version_claim(
+    conn: psycopg.Connection, header: Header, *, source_uri: str, source_sha256: str, lock: bool = False
+) -> tuple[int, str, str, str] | None:
+    """The stored row of the header's doc code and version, if any: (doc_id, source_uri, sha256, status).
+    Raises when these bytes may not be stored under that version (another file's, or a revision without a new
+    version). The pipeline calls this before embedding, so a refused file costs no embedding."""
+    row = conn.execute(
+        "SELECT doc_id, source_uri, source_sha256, status::text FROM kb.documents "
+        "WHERE doc_code = %s AND version = %s" + (" FOR UPDATE" if lock else ""),
+        (header.doc_code, header.version),
+    ).fetchone()
+    if row is None or row[2] == source_sha256:
+        return None if row is None else (row[0], row[1], row[2], row[3])
+    if row[1] != source_uri:
+        raise VersionConflict(
+            f"{header.doc_code} version {header.version} is already stored from {row[1]}, with other content; "
+            "give this file a new version number, or remove one of the two files"
+        )
+    withdrawn = " (withdrawn)" if row[3] == "withdrawn" else ""
+    raise UnversionedRevision(
+        f"{header.doc_code} version {header.version}{withdrawn} is already stored with other content, and a "
+        "version's text never changes once stored: to revise it, raise `version` in the header block and set "
+        "`effective_date` to the day the revision takes effect; the stored version is unchanged"
+    )
+
+
 def store_document(
     conn: psycopg.Connection,
     header: Header,
@@ -84,15 +121,7 @@ def store_document(
     """Write the version and its chunks; the caller's transaction commits or rolls back all of it."""
     # Writers of one doc code queue here, so two versions arriving at once cannot both stay effective.
     conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (header.doc_code,))
-    same = conn.execute(
-        "SELECT doc_id, source_uri FROM kb.documents WHERE doc_code = %s AND version = %s FOR UPDATE",
-        (header.doc_code, header.version),
-    ).fetchone()
-    if same is not None and same[1] != source_uri:
-        raise VersionConflict(
-            f"{header.doc_code} version {header.version} is already stored from {same[1]}, with other content; "
-            "give this file a new version number, or remove one of the two files"
-        )
+    same = check_version_claim(conn, header, source_uri=source_uri, source_sha256=source_sha256, lock=True)
     current = conn.execute(
         "SELECT doc_id, version, effective_date, version_key FROM kb.documents "
         "WHERE doc_code = %s AND status = 'effective' AND version <> %s FOR UPDATE",
@@ -122,13 +151,14 @@ def store_document(
         source_sha256,
         embedding_tokens,
     )
-    if same is not None:
+    if same is not None:  # the identical file of a withdrawn version: reinstated
         doc_id = same[0]
         conn.execute("DELETE FROM kb.chunks WHERE doc_id = %s", (doc_id,))
         conn.execute(
             """UPDATE kb.documents SET title = %s, status = %s, effective_date = %s, owner = %s, department = %s,
                    classification = %s, regulatory_refs = %s, source_uri = %s, source_format = %s,
-                   source_sha256 = %s, embedding_tokens = %s, ingested_at = now()
+                   source_sha256 = %s, embedding_tokens = %s, ingested_at = now(), withdrawn_at = NULL,
+                   withdrawn_from = NULL
                WHERE doc_id = %s""",
             (*values, doc_id),
         )
@@ -188,14 +218,49 @@ def _chunk_row(doc_id: int, header: Header, status: str, prepared: PreparedChunk
     )
 
 
-def withdraw(conn: psycopg.Connection, source_uri: str) -> list[tuple[str, str]]:
-    """Delete every version stored from `source_uri` (its chunks go with it); return (doc code, version)s."""
+def withdraw(conn: psycopg.Connection, source_uri: str, *, retention_days: int | None = None) -> list[tuple[str, str]]:
+    """Withdraw every version stored from `source_uri`; return their (doc code, version)s.
+
+    A withdrawn version keeps its row and chunks, with status `withdrawn`, the time and the status it had:
+    no default read serves it, pinned citations and as_of dates when it was in force still do. Its chunks
+    leave the search indexes (is_effective false). No other version is promoted: withdrawing the effective
+    version leaves the doc code without one. `retention_days` (KB_WITHDRAWN_RETENTION_DAYS): None keeps
+    withdrawn versions for ever; 0 deletes them at once (the old behaviour); N deletes, in the same
+    transaction, every version withdrawn more than N days ago. The caller's transaction commits all of it.
+    """
     rows = conn.execute(
-        "DELETE FROM kb.documents WHERE source_uri = %s RETURNING doc_code, version", (source_uri,)
+        """UPDATE kb.documents SET withdrawn_from = status, status = 'withdrawn', withdrawn_at = now()
+           WHERE source_uri = %s AND status <> 'withdrawn' RETURNING doc_id, doc_code, version""",
+        (source_uri,),
     ).fetchall()
-    for doc_code, version in rows:
-        log_event(conn, source_uri, "withdrawn", doc_code=doc_code, version=version, detail="source object removed")
-    return [(r[0], r[1]) for r in rows]
+    conn.execute("UPDATE kb.chunks SET is_effective = false WHERE doc_id = ANY(%s)", ([r[0] for r in rows],))
+    kept = "kept as withdrawn" if retention_days != 0 else "deleted (KB_WITHDRAWN_RETENTION_DAYS=0)"
+    for _, doc_code, version in rows:
+        log_event(
+            conn, source_uri, "withdrawn", doc_code=doc_code, version=version, detail=f"source object removed; {kept}"
+        )
+    if retention_days is not None:
+        prune_withdrawn(conn, retention_days)
+    return [(r[1], r[2]) for r in rows]
+
+
+def prune_withdrawn(conn: psycopg.Connection, retention_days: int) -> list[tuple[str, str]]:
+    """Delete the versions withdrawn more than `retention_days` days ago (0: all), chunks with them."""
+    rows = conn.execute(
+        """DELETE FROM kb.documents WHERE status = 'withdrawn' AND withdrawn_at <= now() - make_interval(days => %s)
+           RETURNING source_uri, doc_code, version""",
+        (retention_days,),
+    ).fetchall()
+    for source_uri, doc_code, version in rows:
+        log_event(
+            conn,
+            source_uri,
+            "withdrawn",
+            doc_code=doc_code,
+            version=version,
+            detail=f"deleted: withdrawn more than {retention_days} days ago (KB_WITHDRAWN_RETENTION_DAYS)",
+        )
+    return [(r[1], r[2]) for r in rows]
 
 
 def log_event(

@@ -39,7 +39,12 @@ def build_worker(settings: Settings, on_result: Callable[[IngestResult], None] |
     from kb_core.embedders import make_embedder
 
     targets = resolve_database(settings.database)
-    ingestor = Ingestor(targets.ingest, make_embedder(settings.embedding), max_bytes=settings.aws.max_file_bytes)
+    ingestor = Ingestor(
+        targets.ingest,
+        make_embedder(settings.embedding),
+        max_bytes=settings.aws.max_file_bytes,
+        withdrawn_retention_days=settings.aws.withdrawn_retention_days,
+    )
     processor = RecordProcessor(
         ingestor, client("s3", settings.aws), max_bytes=settings.aws.max_file_bytes, on_result=on_result
     )

@@ -28,7 +28,12 @@ def ingest(
     started = time.perf_counter()
     embedder = make_embedder(settings.embedding)
     with (
-        Ingestor(targets.ingest, embedder, max_bytes=settings.aws.max_file_bytes) as ingestor,
+        Ingestor(
+            targets.ingest,
+            embedder,
+            max_bytes=settings.aws.max_file_bytes,
+            withdrawn_retention_days=settings.aws.withdrawn_retention_days,
+        ) as ingestor,
         progress_bar(console, len(files)) as advance,
     ):
         results = list(ingest_files(ingestor, files, on_result=advance))

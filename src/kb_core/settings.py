@@ -110,6 +110,13 @@ class AwsSettings(BaseSettings):
     batch_size: int = Field(5, ge=1, le=10, validation_alias="KB_WORKER_BATCH_SIZE")
     wait_time_s: int = Field(10, ge=0, le=20, validation_alias="KB_WORKER_WAIT_TIME_S")
     max_file_bytes: int = Field(25 * 1024 * 1024, ge=1024, validation_alias="KB_MAX_FILE_BYTES")
+    withdrawn_retention_days: int | None = Field(
+        None,
+        ge=0,
+        le=36_500,
+        validation_alias="KB_WITHDRAWN_RETENTION_DAYS",
+        description="Unset: withdrawn versions are kept for ever; 0: deleted when withdrawn; N: deleted N days after.",
+    )
 
 
 class ServerSettings(BaseSettings):

@@ -1,4 +1,5 @@
-"""One transaction per document: idempotent by sha256, versions superseded, nothing half-written."""
+"""One transaction per document: idempotent by sha256, versions superseded, no silent revisions, withdrawn
+versions kept, nothing half-written."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 from tests.support.documents import markdown_document
 
 from ingest.pipeline import Ingestor
+from ingest.upsert import prune_withdrawn, withdraw
 from kb_core.db.embedding_space import EmbeddingSpace, EmbeddingSpaceMismatch
 from kb_core.embedders.local import LocalEmbedder
 
@@ -37,21 +39,38 @@ def test_an_unchanged_file_is_skipped_before_any_embedding_call(ingestor, counti
     assert snapshot(database.ingest) == before
 
 
-def test_a_changed_file_replaces_its_chunks(ingestor, database):
+def test_a_changed_file_without_a_new_version_is_refused_and_the_stored_version_is_unchanged(
+    ingestor, counting_embedder, database
+):
     ingest_text(ingestor, markdown_document())
+    before = snapshot(database.ingest)
+    calls = counting_embedder.calls
     changed = markdown_document(sections={"1. Purpose": "Only one section now, about card disputes."})
     result = ingest_text(ingestor, changed)
+    assert result.outcome == "failed"
+    assert "CMP-SOP-901 version 1.0 is already stored with other content" in (result.reason or "")
+    assert "`version`" in (result.reason or "") and "`effective_date`" in (result.reason or "")
+    assert "\n" not in (result.reason or "")  # one line
+    assert snapshot(database.ingest) == before
+    assert counting_embedder.calls == calls  # refused before any embedding
+
+
+def test_the_same_file_revised_with_a_new_version_keeps_both_versions(ingestor, database):
+    ingest_text(ingestor, markdown_document(version="1.0", effective_date="2025-01-01"))
+    revised = markdown_document(version="1.1", effective_date="2026-01-01", sections={"1. Purpose": "Revised."})
+    result = ingest_text(ingestor, revised)
     documents, chunks = snapshot(database.ingest)
-    assert result.outcome == "ingested"
-    assert len(documents) == 1
-    assert [c[5] for c in chunks] == ["Only one section now, about card disputes."]
+    assert (result.outcome, result.reason) == ("ingested", "superseded version 1.0")
+    assert [(d[1], d[2]) for d in documents] == [("1.0", "superseded"), ("1.1", "effective")]
+    assert {(c[1], c[4]) for c in chunks} == {("1.0", False), ("1.1", True)}
 
 
 def test_only_changed_chunks_are_embedded_again(ingestor, counting_embedder):
     sections = {f"{n}. Topic {n}": f"Paragraph about topic {n} and its limits." for n in range(1, 6)}
     ingest_text(ingestor, markdown_document(sections=sections))
     embedded_before = counting_embedder.texts
-    result = ingest_text(ingestor, markdown_document(sections={**sections, "3. Topic 3": "A rewritten rule."}))
+    revised = {**sections, "3. Topic 3": "A rewritten rule."}
+    result = ingest_text(ingestor, markdown_document(version="1.1", effective_date="2026-02-01", sections=revised))
     assert result.outcome == "ingested"
     assert (result.chunks, result.embedded) == (5, 1)
     assert counting_embedder.texts - embedded_before == 1
@@ -96,7 +115,10 @@ def test_a_failure_half_way_through_the_upsert_leaves_what_was_stored_exactly_as
             "FOR EACH ROW EXECUTE FUNCTION public.fail_at_fourth_chunk()"
         )
     changed = {**sections, "6. Rule 6": "Rule 6 now says the limit is $60,000."}
-    result = ingest_text(ingestor, markdown_document(title="Test Procedure Revised", sections=changed))
+    revised = markdown_document(
+        title="Test Procedure Revised", version="1.1", effective_date="2026-02-01", sections=changed
+    )
+    result = ingest_text(ingestor, revised)
     assert result.outcome == "failed"
     assert "disk full (simulated)" in (result.reason or "")
     assert snapshot(database.ingest) == before
@@ -148,3 +170,66 @@ def test_injection_suspect_chunks_are_marked_with_the_rule_that_matched(ingestor
     assert result.suspect_chunks == 1
     assert marked[0][1:] == (False, None)
     assert marked[1][1] is True and marked[1][2]
+
+
+def withdrawn_rows(conninfo: str) -> list[tuple]:
+    with psycopg.connect(conninfo) as conn:
+        return conn.execute(
+            "SELECT d.doc_code, d.version, d.status::text, d.withdrawn_from::text, d.withdrawn_at IS NOT NULL, "
+            "count(c.chunk_id), bool_or(c.is_effective) FROM kb.documents d LEFT JOIN kb.chunks c USING (doc_id) "
+            "GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2"
+        ).fetchall()
+
+
+def test_withdrawing_keeps_the_version_and_its_chunks_marked_withdrawn(ingestor, database):
+    ingest_text(ingestor, markdown_document())
+    _, chunks_before = snapshot(database.ingest)
+    result = ingestor.withdraw("file:///corpus/CMP-SOP-901.md")
+    assert (result.outcome, result.reason) == ("withdrawn", "CMP-SOP-901 v1.0")
+    assert withdrawn_rows(database.ingest) == [("CMP-SOP-901", "1.0", "withdrawn", "effective", True, 2, False)]
+    _, chunks_after = snapshot(database.ingest)
+    assert [c[5:] for c in chunks_after] == [c[5:] for c in chunks_before]  # same text, same vectors
+    with psycopg.connect(database.ingest) as conn:
+        log = conn.execute("SELECT outcome, detail FROM kb.ingest_log ORDER BY event_id DESC LIMIT 1").fetchone()
+    assert log == ("withdrawn", "source object removed; kept as withdrawn")
+
+
+def test_ingesting_the_identical_file_again_reinstates_a_withdrawn_version(ingestor, counting_embedder, database):
+    ingest_text(ingestor, markdown_document())
+    before = snapshot(database.ingest)[0]
+    ingestor.withdraw("file:///corpus/CMP-SOP-901.md")
+    texts = counting_embedder.texts
+    again = ingest_text(ingestor, markdown_document())
+    assert (again.outcome, again.status) == ("ingested", "effective")
+    assert counting_embedder.texts == texts  # its vectors were kept
+    assert snapshot(database.ingest)[0] == before
+    assert withdrawn_rows(database.ingest) == [("CMP-SOP-901", "1.0", "effective", None, False, 2, True)]
+
+
+def test_a_withdrawn_version_cannot_come_back_with_other_content(ingestor, database):
+    ingest_text(ingestor, markdown_document())
+    ingestor.withdraw("file:///corpus/CMP-SOP-901.md")
+    before = snapshot(database.ingest)
+    result = ingest_text(ingestor, markdown_document(sections={"1. Purpose": "Something else."}))
+    assert result.outcome == "failed" and "version 1.0 (withdrawn) is already stored" in (result.reason or "")
+    assert snapshot(database.ingest) == before
+
+
+def test_withdrawn_versions_are_deleted_only_as_the_retention_setting_says(database, counting_embedder):
+    with Ingestor(database.ingest, counting_embedder, max_bytes=1_000_000, withdrawn_retention_days=0) as at_once:
+        ingest_text(at_once, markdown_document("CMP-SOP-901"), "file:///a/901.md")
+        ingest_text(at_once, markdown_document("CMP-SOP-902"), "file:///a/902.md")
+        at_once.withdraw("file:///a/901.md")
+    assert [r[0] for r in withdrawn_rows(database.ingest)] == ["CMP-SOP-902"]
+    with Ingestor(database.ingest, counting_embedder, max_bytes=1_000_000, withdrawn_retention_days=30) as monthly:
+        ingest_text(monthly, markdown_document("CMP-SOP-903"), "file:///a/903.md")
+        monthly.withdraw("file:///a/902.md")
+        with psycopg.connect(database.owner, autocommit=True) as conn:  # withdrawn 31 days ago
+            conn.execute(
+                "UPDATE kb.documents SET withdrawn_at = now() - interval '31 days' WHERE doc_code = 'CMP-SOP-902'"
+            )
+        monthly.withdraw("file:///a/903.md")  # a later withdrawal prunes what is past retention
+    assert [(r[0], r[2]) for r in withdrawn_rows(database.ingest)] == [("CMP-SOP-903", "withdrawn")]
+    with psycopg.connect(database.ingest) as conn:
+        assert prune_withdrawn(conn, 30) == []
+        assert withdraw(conn, "file:///a/nothing.md") == []

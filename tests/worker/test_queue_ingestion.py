@@ -24,6 +24,11 @@ def documents(database) -> dict[str, str]:  # type: ignore[no-untyped-def]
         return dict(conn.execute("SELECT doc_code, source_uri FROM kb.documents").fetchall())
 
 
+def statuses(database) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    with psycopg.connect(database.ingest) as conn:
+        return dict(conn.execute("SELECT doc_code, status::text FROM kb.documents").fetchall())
+
+
 def run_until(worker, condition, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     worker.run(until=lambda: condition() or time.monotonic() > deadline)
@@ -148,13 +153,15 @@ def test_deleting_an_object_withdraws_its_document(queue, ingestor, database, tm
     (tmp_path / "CMP-SOP-902.md").unlink()
     report = upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path, delete=True)
     assert report.deleted == ["CMP-SOP-902.md"]
-    run_until(worker, lambda: list(documents(database)) == ["CMP-SOP-901"])
+    run_until(worker, lambda: statuses(database) == {"CMP-SOP-901": "effective", "CMP-SOP-902": "withdrawn"})
     with psycopg.connect(database.ingest) as conn:
-        orphans = conn.execute(
-            "SELECT count(*) FROM kb.chunks c WHERE NOT EXISTS (SELECT 1 FROM kb.documents d WHERE d.doc_id = c.doc_id)"
-        ).fetchone()[0]
+        live_chunks = conn.execute(
+            "SELECT d.doc_code, count(*) FILTER (WHERE c.is_effective) FROM kb.chunks c JOIN kb.documents d "
+            "USING (doc_id) GROUP BY 1 ORDER BY 1"
+        ).fetchall()
         log = conn.execute("SELECT outcome, doc_code FROM kb.ingest_log WHERE outcome = 'withdrawn'").fetchall()
-    assert orphans == 0 and log == [("withdrawn", "CMP-SOP-902")]
+    assert live_chunks == [("CMP-SOP-901", 2), ("CMP-SOP-902", 0)]  # kept, out of the search indexes
+    assert log == [("withdrawn", "CMP-SOP-902")]
 
 
 def test_the_dlq_alarm_watches_visible_messages(queue):

@@ -43,7 +43,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         load_secrets()
         settings = load_settings()
         targets = resolve_database(settings.database)
-        ingestor = Ingestor(targets.ingest, make_embedder(settings.embedding), max_bytes=settings.aws.max_file_bytes)
+        ingestor = Ingestor(
+            targets.ingest,
+            make_embedder(settings.embedding),
+            max_bytes=settings.aws.max_file_bytes,
+            withdrawn_retention_days=settings.aws.withdrawn_retention_days,
+        )
         processor = RecordProcessor(ingestor, client("s3", settings.aws), max_bytes=settings.aws.max_file_bytes)
         _handler = make_handler(processor)
     return _handler(event, context)
