@@ -3,6 +3,7 @@ ingested with both compared."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import psycopg
@@ -51,9 +52,23 @@ def stored(owner: str) -> Stored:
     return Stored(rows, chunks, orphans, empty)
 
 
+def stored_with_other_content(owner: str, data: bytes, name: str) -> bool:
+    """Whether the file's doc code and version are already stored from other bytes: a version's text never
+    changes once stored, so such a file is refused whatever its body."""
+    header = parse_document(data, name, max_bytes=MAX_BYTES).header
+    with psycopg.connect(owner, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT source_sha256 FROM kb.documents WHERE doc_code = %s AND version = %s",
+            (header.doc_code, header.version),
+        ).fetchone()
+    return row is not None and row[0] != hashlib.sha256(data).hexdigest()
+
+
 def ingest_and_check(ingestor, database, name: str, data: bytes, source_uri: str) -> IngestResult:  # type: ignore[no-untyped-def]
-    """Ingest one file; check the outcome agrees with the parser's verdict and nothing partial is stored."""
+    """Ingest one file; check the outcome agrees with the parser's verdict (and, for a file that parses, with
+    what is stored under its version) and nothing partial is stored."""
     verdict = parse_or_reason(data, name)
+    revision = verdict is None and stored_with_other_content(database.owner, data, name)
     before = stored(database.owner)
     result = ingestor.ingest(data, name=name, source_uri=source_uri)  # nothing may escape
     after = stored(database.owner)
@@ -61,6 +76,9 @@ def ingest_and_check(ingestor, database, name: str, data: bytes, source_uri: str
     if verdict is not None:
         assert result.outcome == "failed" and result.reason == verdict, (name, result.reason, verdict)
         assert after == before, f"{name} failed but changed what was stored"
+    elif revision:
+        assert result.outcome == "failed" and "is already stored" in (result.reason or ""), (name, result.reason)
+        assert after == before, f"{name} was refused but changed what was stored"
     else:
         assert result.outcome in ("ingested", "unchanged"), (name, result.outcome, result.reason)
     return result
