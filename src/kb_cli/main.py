@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from kb_cli import aws, db, ingest, search, serve, tokens, up
+from kb_cli import audit, aws, db, ingest, search, serve, tokens, up
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="kosha-kb: MCP retrieval over PostgreSQL.")
 app.add_typer(db.app, name="db")
@@ -18,6 +18,7 @@ app.command("search")(search.search)
 app.command("worker")(aws.worker)
 app.command("up")(up.up)
 app.add_typer(aws.aws_app, name="aws")
+app.add_typer(audit.app, name="audit")
 
 if __name__ == "__main__":  # pragma: no cover
     app()

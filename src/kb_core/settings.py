@@ -6,7 +6,8 @@ accepts (`load_settings` turns pydantic's error into `ConfigError`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import getpass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -160,6 +161,42 @@ class ServerSettings(BaseSettings):
     ef_search: int = Field(80, ge=10, le=1000, validation_alias="KB_HNSW_EF_SEARCH")
 
 
+def default_stdio_caller() -> str:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name (a container without a passwd entry)
+        return "stdio"
+
+
+class AuditSettings(BaseSettings):
+    model_config = _COMMON
+
+    stdio_caller: str = Field(
+        default_factory=default_stdio_caller,
+        validation_alias="KB_STDIO_CALLER",
+        min_length=1,
+        max_length=200,
+        description="Who stdio calls are recorded as in the audit log (default: the OS user).",
+    )
+    retention_days: int = Field(
+        365,
+        ge=1,
+        le=36_500,
+        validation_alias="KB_AUDIT_RETENTION_DAYS",
+        description="`kb audit prune` removes audit records older than this by default.",
+    )
+    reader_url: SecretStr | None = Field(
+        None,
+        validation_alias="KB_AUDIT_DATABASE_URL",
+        description="The login `kb audit` reads with (granted compliance_officer). Default: DATABASE_URL.",
+    )
+
+    @field_validator("reader_url")
+    @classmethod
+    def _postgres_scheme(cls, value: SecretStr | None) -> SecretStr | None:
+        return DatabaseSettings._postgres_scheme(value)
+
+
 @dataclass(frozen=True)
 class Settings:
     """All settings, loaded once at start-up."""
@@ -168,6 +205,7 @@ class Settings:
     embedding: EmbeddingSettings
     aws: AwsSettings
     server: ServerSettings
+    audit: AuditSettings = field(default_factory=AuditSettings)
 
 
 def load_settings() -> Settings:
@@ -178,6 +216,7 @@ def load_settings() -> Settings:
             embedding=EmbeddingSettings(),
             aws=AwsSettings(),
             server=ServerSettings(),
+            audit=AuditSettings(),
         )
     except ValidationError as exc:
         raise ConfigError(describe_validation_error(exc)) from None

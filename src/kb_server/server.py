@@ -33,6 +33,7 @@ from kb_core.departments import DEPARTMENTS
 from kb_core.embedders import Embedder, make_embedder
 from kb_core.roles import Role
 from kb_core.settings import Settings
+from kb_server.audit import AuditedMCPServer, AuditWriter, Caller, DatabaseAuditWriter
 from kb_server.documents import ListedDocument, StoredDocument, fetch_document, list_documents
 from kb_server.models import (
     NOTICE,
@@ -64,12 +65,19 @@ class KnowledgeBase:
     pool: AsyncConnectionPool
     embedder: Embedder
     default_role: Role
+    audit: AuditWriter
 
 
 def build_server(
-    settings: Settings, server_conninfo: str, *, role: Role | None = None, embedder: Embedder | None = None
+    settings: Settings,
+    server_conninfo: str,
+    *,
+    role: Role | None = None,
+    embedder: Embedder | None = None,
+    audit: AuditWriter | None = None,
 ) -> MCPServer:
-    """The MCP server. `role` is the role of stdio and in-process callers (default: KB_ROLE)."""
+    """The MCP server. `role` is the role of stdio and in-process callers (default: KB_ROLE); `audit`
+    replaces the audit log's database writer (the bench measures the call without it)."""
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[KnowledgeBase]:
@@ -97,11 +105,13 @@ def build_server(
             await conn.execute("SELECT 1")
         await anyio.to_thread.run_sync(_check_space, server_conninfo, query_embedder)
         try:
-            yield KnowledgeBase(settings, pool, query_embedder, role or settings.server.role)
+            writer = audit or DatabaseAuditWriter(pool)
+            yield KnowledgeBase(settings, pool, query_embedder, role or settings.server.role, writer)
         finally:
             await pool.close()
 
-    server = MCPServer(
+    server = AuditedMCPServer(
+        identify=lambda ctx: caller_of(ctx, settings.audit.stdio_caller),
         name="kosha-kb",
         title="Kosha knowledge base",
         instructions=(
@@ -137,6 +147,15 @@ def caller_role(ctx: Context) -> Role:
     if not isinstance(role, Role):
         raise ToolError("unauthenticated: present a bearer token")  # unreachable behind the middleware
     return role
+
+
+def caller_of(ctx: Context, stdio_caller: str) -> Caller:
+    """Who the audit log records: the token's name over HTTP, KB_STDIO_CALLER over stdio."""
+    role = caller_role(ctx)
+    request = ctx.request_context.request
+    if request is None:
+        return Caller(stdio_caller, role.value, "stdio")
+    return Caller(str(getattr(request.state, "kb_caller", "unknown")), role.value, "http")
 
 
 @asynccontextmanager

@@ -1,0 +1,291 @@
+"""The retrieval audit log: one record per tool call and resource read, written before the answer leaves.
+
+`AuditedMCPServer` wraps the two entry points every tool and every resource goes through (`call_tool`,
+`read_resource`), so no tool can forget it and a new one is audited without a line of its own. Each
+record holds who asked (caller and role), what (tool or resource URI, the arguments with the query
+text), what the answer cited (its kb:// citations), how many results, whether it was degraded, and how
+long it took. Failed calls are recorded too (outcome 'error').
+
+The record is written before the answer is returned. If it cannot be written, the caller gets an error
+and not the answer: an unaudited answer is what the log exists to rule out. The table is append-only
+in the database itself (sql/004_audit_log.sql); reading it is `kb audit` (kb_server.audit_query).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.types import CallToolResult
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from kb_server.citations import CitationError, parse_citation
+
+logger = logging.getLogger(__name__)
+
+AUDIT_FAILED = (
+    "the answer was withheld because its audit record could not be written; "
+    "try again shortly, and tell the operator if it persists"
+)
+MAX_TEXT = 4096  # per argument string: an oversize query is recorded by its start and its length
+_INSERT = """
+INSERT INTO kb.audit_log (caller, role, transport, kind, operation, arguments, citations, doc_codes,
+                          result_count, degraded, outcome, error, duration_ms)
+VALUES (%(caller)s, %(role)s, %(transport)s, %(kind)s, %(operation)s, %(arguments)s, %(citations)s,
+        %(doc_codes)s, %(result_count)s, %(degraded)s, %(outcome)s, %(error)s, %(duration_ms)s)"""
+
+
+@dataclass(frozen=True)
+class Caller:
+    name: str
+    role: str
+    transport: str  # 'stdio' (in-process too) or 'http'
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    caller: Caller
+    kind: str  # 'tool' or 'resource'
+    operation: str  # the tool's name or the resource's URI
+    arguments: Mapping[str, Any]
+    duration_ms: float
+    citations: list[str] = field(default_factory=list)
+    result_count: int = 0
+    degraded: bool = False
+    error: str | None = None
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "caller": clean_text(self.caller.name),
+            "role": clean_text(self.caller.role),
+            "transport": self.caller.transport,
+            "kind": self.kind,
+            "operation": clean_text(self.operation),
+            "arguments": Jsonb(clean_value(dict(self.arguments))),
+            "citations": [clean_text(c) for c in self.citations],
+            "doc_codes": doc_codes_of(self.arguments, self.citations),
+            "result_count": self.result_count,
+            "degraded": self.degraded,
+            "outcome": "ok" if self.error is None else "error",
+            "error": None if self.error is None else clean_text(self.error)[:1000],
+            "duration_ms": round(max(self.duration_ms, 0.0), 3),
+        }
+
+
+class AuditWriter(Protocol):
+    async def write(self, record: AuditRecord) -> None: ...
+
+
+class DatabaseAuditWriter:
+    """Appends records to kb.audit_log as the server's login (which may INSERT and nothing else)."""
+
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self.pool = pool
+
+    async def write(self, record: AuditRecord) -> None:
+        async with self.pool.connection() as conn:
+            await conn.execute(_INSERT, record.row())
+
+
+class HasAuditWriter(Protocol):
+    audit: AuditWriter
+
+
+# -- what an answer cited --------------------------------------------------------------------------------
+
+
+def citations_in(value: Any) -> list[str]:
+    """Every citation in a structured answer (fields named `citation`, `*_citation` or `citations`),
+    in order, each once."""
+    found: dict[str, None] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, Mapping):
+            for key, item in node.items():
+                if isinstance(item, str) and (key == "citation" or str(key).endswith("_citation")):
+                    found.setdefault(item)
+                elif key == "citations" and isinstance(item, list):
+                    for c in item:
+                        if isinstance(c, str):
+                            found.setdefault(c)
+                else:
+                    walk(item)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(value)
+    return list(found)
+
+
+def result_count_of(structured: Mapping[str, Any]) -> int:
+    """How many results an answer holds: the items of its top-level lists of objects (chunks, documents,
+    sections, changed sections); an answer without such a list is one result."""
+    lists = [v for v in structured.values() if isinstance(v, list) and all(isinstance(i, Mapping) for i in v)]
+    return sum(len(v) for v in lists) if lists else 1
+
+
+def doc_codes_of(arguments: Mapping[str, Any], citations: Iterable[str]) -> list[str]:
+    """The doc codes a record is about: those named in its arguments and those it cited (for `kb audit
+    --doc`)."""
+    codes: dict[str, None] = {}
+    doc_code = arguments.get("doc_code")
+    if isinstance(doc_code, str) and doc_code.strip():
+        codes.setdefault(clean_text(doc_code.strip().upper())[:40])
+    for text in [arguments.get("citation"), arguments.get("uri"), *citations]:
+        if isinstance(text, str):
+            with contextlib.suppress(CitationError):
+                codes.setdefault(parse_citation(text).doc_code)
+    return list(codes)
+
+
+def clean_text(text: str) -> str:
+    # PostgreSQL text and jsonb hold neither NUL nor lone surrogates; hostile arguments carry both, and a
+    # record that cannot be stored would fail the call.
+    return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+
+
+def clean_value(value: Any) -> Any:
+    if isinstance(value, str):
+        text = clean_text(value)
+        return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"… [{len(text)} characters]"
+    if isinstance(value, Mapping):
+        return {clean_text(str(k))[:200]: clean_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean_value(v) for v in value]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return clean_text(str(value))[:MAX_TEXT]
+
+
+def summarize_tool_result(result: Any) -> tuple[list[str], int, bool]:
+    """(citations, result count, degraded) of a tool's answer."""
+    if not isinstance(result, CallToolResult) or result.is_error:
+        return [], 0, False
+    structured = result.structured_content
+    if not isinstance(structured, Mapping):
+        return [], 1, False
+    return citations_in(structured), result_count_of(structured), bool(structured.get("degraded", False))
+
+
+def summarize_resource(contents: Any) -> tuple[list[str], int, bool]:
+    """(citations, result count, degraded) of a resource read: the resources hold JSON documents."""
+    citations: list[str] = []
+    count = 0
+    for item in contents if isinstance(contents, Iterable) else []:
+        text = getattr(item, "content", None)
+        try:
+            payload = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            payload = None
+        if isinstance(payload, Mapping):
+            citations.extend(c for c in citations_in(payload) if c not in citations)
+            count += result_count_of(payload)
+        else:
+            count += 1
+    return citations, count, False
+
+
+# -- the server --------------------------------------------------------------------------------------------
+
+
+class AuditedMCPServer(MCPServer):
+    """An MCPServer whose every tool call and resource read is recorded before its answer is returned.
+
+    `identify(ctx)` says who is asking; the lifespan context must carry an `audit` writer.
+    """
+
+    def __init__(self, *args: Any, identify: Callable[[Context], Caller], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._identify = identify
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        started = time.perf_counter()
+        try:
+            result = await super().call_tool(name, arguments, context)
+        except Exception as exc:
+            record = self._record(context, "tool", name, arguments, started, error=str(exc) or type(exc).__name__)
+            await self._write(context, record, ToolError)
+            raise
+        citations, count, degraded = summarize_tool_result(result)
+        error = None
+        if isinstance(result, CallToolResult) and result.is_error:
+            error = " ".join(getattr(c, "text", "") for c in result.content) or "error"
+        record = self._record(
+            context, "tool", name, arguments, started, citations=citations, count=count, degraded=degraded, error=error
+        )
+        await self._write(context, record, ToolError)
+        return result
+
+    async def read_resource(self, uri: Any, context: Context | None = None) -> Any:
+        started = time.perf_counter()
+        arguments = {"uri": str(uri)}
+        try:
+            contents = await super().read_resource(uri, context)
+        except Exception as exc:
+            record = self._record(
+                context, "resource", str(uri), arguments, started, error=str(exc) or type(exc).__name__
+            )
+            await self._write(context, record, ResourceError)
+            raise
+        citations, count, degraded = summarize_resource(contents)
+        record = self._record(
+            context, "resource", str(uri), arguments, started, citations=citations, count=count, degraded=degraded
+        )
+        await self._write(context, record, ResourceError)
+        return contents
+
+    def _record(
+        self,
+        context: Context | None,
+        kind: str,
+        operation: str,
+        arguments: Mapping[str, Any],
+        started: float,
+        *,
+        citations: list[str] | None = None,
+        count: int = 0,
+        degraded: bool = False,
+        error: str | None = None,
+    ) -> AuditRecord:
+        try:
+            caller = self._identify(context) if context is not None else Caller("unknown", "none", "stdio")
+        except Exception:  # an unidentified caller is still recorded; its call has failed already
+            caller = Caller("unidentified", "none", "http")
+        return AuditRecord(
+            caller=caller,
+            kind=kind,
+            operation=operation,
+            arguments=arguments,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            citations=citations or [],
+            result_count=count,
+            degraded=degraded,
+            error=error,
+        )
+
+    async def _write(
+        self, context: Context | None, record: AuditRecord, failure: type[ToolError] | type[ResourceError]
+    ) -> None:
+        try:
+            writer = _writer_of(context)
+            await writer.write(record)
+        except Exception as exc:
+            logger.error("audit record not written for %s %r: %r", record.kind, record.operation, exc)
+            raise failure(AUDIT_FAILED) from exc
+
+
+def _writer_of(context: Context | None) -> AuditWriter:
+    lifespan = context.request_context.lifespan_context if context is not None else None
+    writer = getattr(lifespan, "audit", None)
+    if writer is None:
+        raise RuntimeError("no audit writer: the server's lifespan did not provide one")
+    return writer
