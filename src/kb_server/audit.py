@@ -8,7 +8,7 @@ long it took. Failed calls are recorded too (outcome 'error').
 
 The record is written before the answer is returned. If it cannot be written, the caller gets an error
 and not the answer: an unaudited answer is what the log exists to rule out. The table is append-only
-in the database itself (sql/004_audit_log.sql); reading it is `kb audit` (kb_server.audit_query).
+in the database itself (sql/005_audit_log.sql); reading it is `kb audit` (kb_core.db.audit_log).
 """
 
 from __future__ import annotations

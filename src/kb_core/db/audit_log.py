@@ -1,4 +1,4 @@
-"""Reading and pruning the retrieval audit log (sql/004), for compliance staff and the operator.
+"""Reading and pruning the retrieval audit log (sql/005), for compliance staff and the operator.
 
 The server writes the log (kb_server.audit); this is the other side: `kb audit` reads it as the owner
 or as a login granted the compliance role, and `kb audit prune` removes records past their retention

@@ -1,4 +1,4 @@
--- 004: the retrieval audit log: one record per tool call and resource read, append-only.
+-- 005: the retrieval audit log: one record per tool call and resource read, append-only.
 --
 -- Who may do what (grants, enforced by PostgreSQL):
 --   kb_server           INSERT only, of every column but the time and the id (the MCP server writes each
