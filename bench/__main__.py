@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 from evals.run import fresh_database
 
-from bench import corpus, machine, report, scale
+from bench import audit, corpus, machine, report, scale
 from bench.synthetic import SyntheticCorpus
 from kb_core.db.embedded import EmbeddedPostgres
 from kb_core.db.embedding_space import EmbeddingSpace
@@ -67,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     with psycopg.connect(targets.owner, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE")
     results["corpus_queries"] = corpus.query_benchmarks(targets, model, rounds=10 if args.quick else 130)
+    print("corpus size: the audit record's cost ...", flush=True)
+    results["audit"] = audit.audit_overhead(targets, model, rounds=10 if args.quick else 130)
     results["server_memory"] = corpus.server_memory(
         targets, searches=16 if args.quick else 400, clients=4 if args.quick else 8
     )

@@ -24,6 +24,27 @@ def _check(value: float | None, limit: float, lower_is_better: bool = True) -> s
     return "met" if met else "**missed**"
 
 
+def _audit_section(a: dict[str, Any] | None) -> list[str]:
+    if not a:
+        return []
+    return [
+        "## The audit record's cost",
+        "",
+        f"`search_knowledge_base` through MCP client sessions, {a['calls_each']} calls each, alternating between a "
+        "server that writes each audit record to PostgreSQL before answering and one whose records go to memory.",
+        "",
+        "| | min / p50 / p95 ms |",
+        "|---|---|",
+        f"| with the audit record | {_ms(a['tool_call_with_audit_ms'])} |",
+        f"| without (records kept in memory) | {_ms(a['tool_call_without_audit_ms'])} |",
+        f"| difference of each pair of calls | {_ms(a['paired_difference_ms'])} |",
+        f"| the audit write alone (pooled connection + INSERT) | {_ms(a['audit_write_alone_ms'])} |",
+        "",
+        f"The record adds {a['p95_added_ms']:.2f} ms to the p95 and {a['p50_added_ms']:.2f} ms to the median.",
+        "",
+    ]
+
+
 def render(r: dict[str, Any]) -> str:
     m = r["machine"]
     q, ingest, memory = r["corpus_queries"], r["ingest"], r["server_memory"]
@@ -47,6 +68,7 @@ def render(r: dict[str, Any]) -> str:
         f"| hybrid SQL (one round trip, under RLS) | {_ms(q['hybrid_sql_ms'])} |",
         f"| `search_knowledge_base` end to end, through an MCP client session | {_ms(q['tool_call_end_to_end_ms'])} |",
         "",
+        *_audit_section(r.get("audit")),
         "## Ingest",
         "",
         f"`corpus/` cold ({ingest['documents']} documents, {ingest['chunks']} chunks, {ingest['failed']} failed), in "
@@ -159,6 +181,11 @@ def _targets(r: dict[str, Any]) -> list[str]:
             "tool call p95 at corpus size ≤ 50 ms",
             f"{q['tool_call_end_to_end_ms']['p95']:.1f} ms",
             _check(q["tool_call_end_to_end_ms"]["p95"], 50),
+        ),
+        (
+            "the audit record adds ≤ 2 ms to the tool call p95",
+            f"{r['audit']['p95_added_ms']:.2f} ms" if r.get("audit") else "–",
+            _check(r["audit"]["p95_added_ms"], 2) if r.get("audit") else "–",
         ),
         (
             f"hybrid SQL p95 at {largest['chunks']:,} ≤ 80 ms, every term and filter" if largest else "at scale",

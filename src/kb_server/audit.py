@@ -35,6 +35,7 @@ AUDIT_FAILED = (
     "the answer was withheld because its audit record could not be written; "
     "try again shortly, and tell the operator if it persists"
 )
+FAILED_CALL_WAIT_S = 0.5
 MAX_TEXT = 4096  # per argument string: an oversize query is recorded by its start and its length
 _INSERT = """
 INSERT INTO kb.audit_log (caller, role, transport, kind, operation, arguments, citations, doc_codes,
@@ -79,9 +80,16 @@ class AuditRecord:
             "duration_ms": round(max(self.duration_ms, 0.0), 3),
         }
 
+    def row_json(self) -> str:
+        row = self.row()
+        row["arguments"] = row["arguments"].obj
+        return json.dumps(row, ensure_ascii=False)
+
 
 class AuditWriter(Protocol):
-    async def write(self, record: AuditRecord) -> None: ...
+    async def write(self, record: AuditRecord, *, wait_s: float | None = None) -> None:
+        """Store the record or raise; `wait_s` bounds the wait for a connection (None: the pool's timeout)."""
+        ...
 
 
 class DatabaseAuditWriter:
@@ -90,8 +98,8 @@ class DatabaseAuditWriter:
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self.pool = pool
 
-    async def write(self, record: AuditRecord) -> None:
-        async with self.pool.connection() as conn:
+    async def write(self, record: AuditRecord, *, wait_s: float | None = None) -> None:
+        async with self.pool.connection(timeout=wait_s) as conn:
             await conn.execute(_INSERT, record.row())
 
 
@@ -213,7 +221,7 @@ class AuditedMCPServer(MCPServer):
             result = await super().call_tool(name, arguments, context)
         except Exception as exc:
             record = self._record(context, "tool", name, arguments, started, error=str(exc) or type(exc).__name__)
-            await self._write(context, record, ToolError)
+            await self._write_failed_call(context, record)
             raise
         citations, count, degraded = summarize_tool_result(result)
         error = None
@@ -234,7 +242,7 @@ class AuditedMCPServer(MCPServer):
             record = self._record(
                 context, "resource", str(uri), arguments, started, error=str(exc) or type(exc).__name__
             )
-            await self._write(context, record, ResourceError)
+            await self._write_failed_call(context, record)
             raise
         citations, count, degraded = summarize_resource(contents)
         record = self._record(
@@ -281,6 +289,15 @@ class AuditedMCPServer(MCPServer):
         except Exception as exc:
             logger.error("audit record not written for %s %r: %r", record.kind, record.operation, exc)
             raise failure(AUDIT_FAILED) from exc
+
+    async def _write_failed_call(self, context: Context | None, record: AuditRecord) -> None:
+        """A call that failed is recorded too, but its own error is what the caller gets: it carries no answer,
+        and during a database outage it is the clear "temporarily unavailable", sent without waiting out a
+        second connection timeout. A record that cannot be stored then goes to the server's log instead."""
+        try:
+            await _writer_of(context).write(record, wait_s=FAILED_CALL_WAIT_S)
+        except Exception as exc:
+            logger.warning("audit record of a failed call not stored (%r); the record: %s", exc, record.row_json())
 
 
 def _writer_of(context: Context | None) -> AuditWriter:

@@ -68,3 +68,58 @@ class DocumentList(BaseModel):
     documents: list[DocumentSummary]
     total: int
     truncated: bool = False
+
+
+class SectionReference(BaseModel):
+    section_path: str
+    citation: str = Field(description="Pinned kb:// citation of the section in its version.")
+    injection_suspect: bool = False
+
+
+class SentenceChange(BaseModel):
+    before: str | None = Field(description="The sentence in from_version; None when the sentence was added.")
+    after: str | None = Field(description="The sentence in to_version; None when the sentence was removed.")
+
+
+class ChangedSection(BaseModel):
+    section_path: str
+    from_citation: str = Field(description="Pinned citation of the section in from_version.")
+    to_citation: str = Field(description="Pinned citation of the section in to_version.")
+    changes: list[SentenceChange] = Field(description="Only the sentences that differ, each beside its counterpart.")
+    injection_suspect: bool = False
+
+
+class VersionComparison(BaseModel):
+    notice: str = NOTICE
+    doc_code: str
+    title: str
+    from_version: str
+    to_version: str
+    from_effective_date: date
+    to_effective_date: date
+    from_citation: str
+    to_citation: str
+    added: list[SectionReference] = Field(description="Sections only in to_version.")
+    removed: list[SectionReference] = Field(description="Sections only in from_version.")
+    changed: list[ChangedSection] = Field(description="Sections in both whose text differs.")
+    unchanged_sections: int
+    truncated: bool = Field(False, description="True when the 12 KB cap dropped sentences; read the citations.")
+    warning: str | None = Field(None, description="Set when a compared section is injection-suspect.")
+
+
+class QuoteVerification(BaseModel):
+    notice: str = NOTICE
+    found: bool = Field(
+        description="The quote appears in the cited text (case, whitespace, typographic quotes and dashes aside)."
+    )
+    score: float = Field(description="1.0 when found; else the similarity (0-1) of the closest passage.")
+    citation: str = Field(
+        description="The pinned citation that was checked (an unpinned one names the current version)."
+    )
+    doc_code: str
+    version: str
+    passage: str | None = Field(description="The quoted text as stored when found; else the closest passage.")
+    passage_citation: str | None = Field(description="Pinned citation of the section holding the passage.")
+    section_path: str | None = None
+    injection_suspect: bool = False
+    warning: str | None = None

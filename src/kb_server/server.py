@@ -34,17 +34,22 @@ from kb_core.embedders import Embedder, make_embedder
 from kb_core.roles import Role
 from kb_core.settings import Settings
 from kb_server.audit import AuditedMCPServer, AuditWriter, Caller, DatabaseAuditWriter
+from kb_server.citations import CitationError, parse_citation
 from kb_server.documents import ListedDocument, StoredDocument, fetch_document, list_documents
 from kb_server.models import (
     NOTICE,
     DocumentDetail,
     DocumentList,
     DocumentSummary,
+    QuoteVerification,
     RetrievedChunk,
     SearchResult,
     Section,
+    VersionComparison,
 )
+from kb_server.quotes import normalized_quote
 from kb_server.search import Hit, hybrid_search
+from kb_server.version_tools import comparison_of, verification_of
 
 MAX_CHUNKS = 8
 MAX_RESULT_BYTES = 12 * 1024
@@ -192,6 +197,12 @@ def _check_doc_code(doc_code: str) -> str:
     if not DOC_CODE.match(code):
         raise ToolError(f"malformed doc code {doc_code[:40]!r}: the form is DEP-TYP-NNN, for example CMP-SOP-004")
     return code
+
+
+def _check_version(version: str) -> str:
+    if not VERSION.match(version.strip()):
+        raise ToolError(f"malformed version {version[:20]!r}: use dotted numbers such as 3.1")
+    return version.strip()
 
 
 def _not_found(doc_code: str, version: str | None = None, as_of: date | None = None) -> str:
@@ -366,6 +377,65 @@ def _register_tools(server: MCPServer) -> None:
             )
         summaries = [summary_of(row) for row in rows]
         return DocumentList(documents=summaries, total=total, truncated=total > len(summaries))
+
+    @server.tool(
+        title="Compare two versions of a document",
+        description=(
+            "What changed between two versions of a document (for example CMP-SOP-004 2.0 and 3.1): sections "
+            "added, removed and changed, each changed sentence beside its counterpart, with citations pinned to "
+            "both versions. " + NOTICE + "."
+        ),
+        annotations=READ_ONLY,
+    )
+    async def compare_versions(
+        doc_code: Annotated[str, Field(description="For example CMP-SOP-004.", max_length=40)],
+        from_version: Annotated[str, Field(description="The older version, for example 2.0.", max_length=20)],
+        to_version: Annotated[str, Field(description="The newer version, for example 3.1.", max_length=20)],
+        ctx: Context,
+    ) -> VersionComparison:
+        code = _check_doc_code(doc_code)
+        versions = [_check_version(v) for v in (from_version, to_version)]
+        read: list[StoredDocument] = []
+        async with connection(ctx) as conn:
+            for version in versions:
+                document = await fetch_document(conn, caller_role(ctx), code, version)
+                if document is None:
+                    raise ToolError(_not_found(code, version))
+                read.append(document)
+        return comparison_of(*read)
+
+    @server.tool(
+        title="Verify a quote against its citation",
+        description=(
+            "Check that a quote appears in the cited text before you rely on it: found is true when it does "
+            "(case, whitespace, typographic quotes and dashes aside); otherwise the closest passage in the cited "
+            "version's section and its similarity score (0-1). " + NOTICE + "."
+        ),
+        annotations=READ_ONLY,
+    )
+    async def verify_quote(
+        citation: Annotated[
+            str, Field(description="A kb:// citation as the tools give it: kb://department/DOC@version#section.")
+        ],
+        quote: Annotated[str, Field(description="The text you quote from it.", max_length=4 * MAX_QUERY_CHARS)],
+        ctx: Context,
+    ) -> QuoteVerification:
+        try:
+            cited = parse_citation(citation[:300])
+        except CitationError as exc:
+            raise ToolError(str(exc)) from None
+        if not normalized_quote(quote):
+            raise ToolError("quote is empty: pass the words you quote from the cited section")
+        version = _check_version(cited.version) if cited.version is not None else None
+        code = _check_doc_code(cited.doc_code)
+        async with connection(ctx) as conn:
+            document = await fetch_document(conn, caller_role(ctx), code, version)
+        if document is None or document.department != cited.department:
+            raise ToolError(_not_found(code, version))
+        result = verification_of(document, cited.section, quote)
+        if result is None:
+            raise ToolError(f"{code} version {document.version} has no section #{(cited.section or '')[:40]}")
+        return result
 
 
 def summary_of(document: ListedDocument) -> DocumentSummary:

@@ -55,10 +55,21 @@ SQL_SHAPED = [
 
 
 def table_counts(owner_conninfo: str) -> dict[str, int]:
-    """Rows in every table of the kb schema, read as the owner (a superuser in the tests: no RLS)."""
+    """Rows in every table of the kb schema but the audit log, read as the owner (a superuser in the tests: no
+    RLS). Every call appends to kb.audit_log by design (audit_records; tests/server/test_audit_log.py)."""
     with psycopg.connect(owner_conninfo, autocommit=True) as conn:
-        tables = [row[0] for row in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'kb' ORDER BY 1")]
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'kb' AND tablename <> 'audit_log' ORDER BY 1"
+            )
+        ]
         return {t: conn.execute(f"SELECT count(*) FROM kb.{t}").fetchone()[0] for t in tables}  # type: ignore[index]
+
+
+def audit_records(owner_conninfo: str) -> int:
+    with psycopg.connect(owner_conninfo, autocommit=True) as conn:
+        return conn.execute("SELECT count(*) FROM kb.audit_log").fetchone()[0]  # type: ignore[index]
 
 
 def error_text(result: CallToolResult) -> str:
@@ -77,7 +88,7 @@ def assert_readable_error(tool: str, result: CallToolResult) -> None:
 
 
 def doc_codes_in(tool: str, content: dict[str, Any]) -> list[str]:
-    if tool == "get_document":
+    if tool in ("get_document", "compare_versions", "verify_quote"):
         return [content["doc_code"]]
     return [d["doc_code"] for d in content["documents"]]
 

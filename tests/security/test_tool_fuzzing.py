@@ -18,6 +18,7 @@ from tests.security.conftest import (
     CLASSIFICATION,
     SQL_SHAPED,
     BlockingClient,
+    audit_records,
     blocking_client,
     check_answer,
     table_counts,
@@ -80,11 +81,19 @@ SEARCH = arguments(
 )
 GET = arguments({"doc_code": DOC_CODE, "version": VERSION}, required=("doc_code",))
 LIST = arguments({"department": DEPARTMENT, "status": STATUS})
+COMPARE = arguments(
+    {"doc_code": DOC_CODE, "from_version": VERSION, "to_version": VERSION},
+    required=("doc_code", "from_version", "to_version"),
+)
+CITATION = HOSTILE_TEXT | near(
+    ["kb://finance/FIN-REF-002@5.0#1", "kb://finance/FIN-REF-002@4.0", "kb://compliance/CMP-SOP-004@3.1#4.2"]
+)
+VERIFY = arguments({"citation": CITATION, "quote": QUERY}, required=("citation", "quote"))
 
 
 @pytest.fixture(scope="module")
 def rows_before(corpus_database) -> dict[str, int]:
-    return table_counts(corpus_database.targets.owner)
+    return {**table_counts(corpus_database.targets.owner), "audit": audit_records(corpus_database.targets.owner)}
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +135,26 @@ def test_fuzzed_list_documents_arguments_get_a_list_or_a_readable_error_and_noth
 
 
 @FUZZ
+@given(args=COMPARE)
+def test_fuzzed_compare_versions_arguments_get_a_comparison_or_a_readable_error_and_nothing_above_the_ceiling(
+    fuzz_client, args
+):
+    result = fuzz_client.call_tool("compare_versions", args)
+    outcome(result)
+    check_answer("compare_versions", result, ROLE)
+
+
+@FUZZ
+@given(args=VERIFY)
+def test_fuzzed_verify_quote_arguments_get_a_verdict_or_a_readable_error_and_nothing_above_the_ceiling(
+    fuzz_client, args
+):
+    result = fuzz_client.call_tool("verify_quote", args)
+    outcome(result)
+    check_answer("verify_quote", result, ROLE)
+
+
+@FUZZ
 @given(name=TEXT | st.sampled_from(["search_knowledge_base ", "GET_DOCUMENT", "list_documents\x00"]), args=JUNK)
 def test_fuzzed_tool_names_and_argument_shapes_get_a_readable_error(fuzz_client, name, args):
     arguments_ = args if isinstance(args, dict) else {"value": args}
@@ -143,4 +172,6 @@ def test_after_the_fuzzing_the_session_still_serves_and_every_row_is_in_place(
     assert not listed.is_error and not searched.is_error and searched.structured_content["documents"]
     public = sum(1 for c in CLASSIFICATION.values() if ROLE.may_read(c))
     assert len({d["doc_code"] for d in listed.structured_content["documents"]}) == public
-    assert table_counts(corpus_database.targets.owner) == rows_before, "a fuzzed call changed the database"
+    content = {k: v for k, v in rows_before.items() if k != "audit"}
+    assert table_counts(corpus_database.targets.owner) == content, "a fuzzed call changed the database"
+    assert audit_records(corpus_database.targets.owner) > rows_before["audit"]  # the log only grew

@@ -188,6 +188,9 @@ async def test_when_the_record_cannot_be_written_the_caller_gets_an_error_not_th
         document = await client.call_tool("get_document", {"doc_code": "CMP-SOP-904"})
         with pytest.raises(MCPError) as read:
             await client.read_resource("kb://compliance/CMP-SOP-904#2")
+        missing = await client.call_tool("get_document", {"doc_code": "CMP-SOP-999"})
+    # A call that failed anyway keeps its own error (it carries no answer); the record goes to the server's log.
+    assert missing.is_error and "no document CMP-SOP-999" in missing.content[0].text
     for result in (search, document):
         assert result.is_error and result.structured_content is None
         assert result.content[0].text == AUDIT_FAILED and "$7,500" not in str(result)

@@ -46,7 +46,13 @@ async def call(client, tool: str, **arguments):  # type: ignore[no-untyped-def]
 async def test_every_tool_is_read_only_and_has_input_and_output_schemas(corpus_database, local_embedder):
     async with client_as(corpus_database, Role.DEMO_READONLY, local_embedder) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"search_knowledge_base", "get_document", "list_documents"}
+    assert set(tools) == {
+        "search_knowledge_base",
+        "get_document",
+        "list_documents",
+        "compare_versions",
+        "verify_quote",
+    }
     for tool in tools.values():
         assert tool.annotations.read_only_hint is True and tool.annotations.destructive_hint is False
         assert tool.input_schema["type"] == "object" and tool.output_schema

@@ -100,6 +100,6 @@ async def test_over_stdio_the_configured_role_searches(corpus_database):
         tools = {t.name for t in (await client.list_tools()).tools}
         result = await client.call_tool("search_knowledge_base", {"query": "escalation matrix support duty manager"})
         listed = await client.call_tool("list_documents", {})
-    assert tools == {"search_knowledge_base", "get_document", "list_documents"}
+    assert tools == {"search_knowledge_base", "get_document", "list_documents", "compare_versions", "verify_quote"}
     assert result.structured_content["documents"]
     assert {d["classification"] for d in listed.structured_content["documents"]} == {"public", "internal"}

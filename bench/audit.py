@@ -1,0 +1,131 @@
+"""What the audit log costs a tool call, at corpus size.
+
+Two in-process servers over the same database answer the same golden questions through MCP client sessions:
+one writes each audit record to PostgreSQL (the product), the other hands records to a writer that keeps
+them in memory (a stand-in that exists only here, so the difference is the database write and nothing
+else). Calls alternate between the two so that load on the machine falls on both alike. The audit write
+alone (a pooled connection and one INSERT) is timed too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from bench.timing import summary
+from kb_core.db.targets import DatabaseTargets
+from kb_core.embedders.local import LocalEmbedder
+from kb_core.roles import Role
+
+
+class MemoryAuditWriter:
+    """Keeps records in a list: the server without the database write."""
+
+    def __init__(self) -> None:
+        self.records: list[Any] = []
+
+    async def write(self, record: Any, *, wait_s: float | None = None) -> None:
+        self.records.append(record)
+
+
+def audit_overhead(targets: DatabaseTargets, embedder: LocalEmbedder, rounds: int) -> dict[str, Any]:
+    from evals.golden import load_golden
+
+    questions = [q.question for q in load_golden()][:rounds]
+    return asyncio.run(_measure(targets, embedder, questions))
+
+
+async def _measure(targets: DatabaseTargets, embedder: LocalEmbedder, questions: list[str]) -> dict[str, Any]:
+    from mcp import Client
+    from psycopg_pool import AsyncConnectionPool
+
+    from kb_core.settings import load_settings
+    from kb_server.audit import DatabaseAuditWriter
+    from kb_server.server import build_server
+
+    settings = load_settings()
+    memory = MemoryAuditWriter()
+    audited = build_server(settings, targets.server, role=Role.ANALYST, embedder=embedder)
+    plain = build_server(settings, targets.server, role=Role.ANALYST, embedder=embedder, audit=memory)
+    with_audit: list[float] = []
+    without: list[float] = []
+    async with Client(audited) as a, Client(plain) as b:
+        await a.call_tool("search_knowledge_base", {"query": "warm-up"})
+        await b.call_tool("search_knowledge_base", {"query": "warm-up"})
+        for n, question in enumerate(questions * 2):
+            order = ((a, with_audit), (b, without)) if n % 2 == 0 else ((b, without), (a, with_audit))
+            for client, samples in order:
+                started = time.perf_counter()
+                result = await client.call_tool("search_knowledge_base", {"query": question})
+                samples.append((time.perf_counter() - started) * 1000)
+                assert not result.is_error, result.content
+    # The write alone, through a pool like the server's.
+    writes: list[float] = []
+    async with AsyncConnectionPool(
+        targets.server, min_size=1, max_size=2, kwargs={"autocommit": True}, check=AsyncConnectionPool.check_connection
+    ) as pool:
+        writer = DatabaseAuditWriter(pool)
+        for record in memory.records[: len(questions)]:
+            started = time.perf_counter()
+            await writer.write(record)
+            writes.append((time.perf_counter() - started) * 1000)
+    on, off = summary(with_audit), summary(without)
+    return {
+        "calls_each": len(with_audit),
+        "tool_call_with_audit_ms": on,
+        "tool_call_without_audit_ms": off,
+        "p95_added_ms": round(on["p95"] - off["p95"], 3),
+        "p50_added_ms": round(on["p50"] - off["p50"], 3),
+        "paired_difference_ms": summary([w - o for w, o in zip(with_audit, without, strict=True)]),
+        "audit_write_alone_ms": summary(writes),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m bench.audit`: this part alone, on corpus/ in an embedded database of its own (the corpus's
+    vectors come from the cache the tests and evals keep, so nothing is embedded twice)."""
+    import argparse
+    import json
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    import psycopg
+    from evals.cache import CachingEmbedder
+    from evals.run import fresh_database
+
+    from bench.__main__ import start_database
+    from ingest.pipeline import Ingestor, document_files, ingest_files
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--rounds", type=int, default=130, help="golden questions (each asked twice per server)")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results-audit.json")
+    args = parser.parse_args(argv)
+    state = Path(tempfile.mkdtemp(prefix="kosha-kb-bench-audit-"))
+    try:
+        superuser = start_database(state, tuned=False)
+        model = LocalEmbedder()
+        model.load()
+        targets = fresh_database(superuser, "bench_audit", model.space)
+        repo = Path(__file__).resolve().parents[1]
+        files, _ = document_files([repo / "corpus"])
+        cached = CachingEmbedder(model, Path.home() / ".cache" / "kosha-kb" / "corpus-vectors.npz")
+        with Ingestor(targets.ingest, cached, max_bytes=25_000_000) as ingestor:
+            list(ingest_files(ingestor, files))
+        with psycopg.connect(targets.owner, autocommit=True) as conn:
+            conn.execute("VACUUM ANALYZE")
+            chunks = conn.execute("SELECT count(*) FROM kb.chunks").fetchone()
+        result = {"chunks": chunks[0] if chunks else 0, **audit_overhead(targets, model, args.rounds)}
+    finally:
+        from kb_core.db.embedded import EmbeddedPostgres
+
+        EmbeddedPostgres(state).stop()
+        shutil.rmtree(state, ignore_errors=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,112 @@
+"""Does a quote appear in a cited section? (verify_quote)
+
+A quote matches when it appears in the section once both are normalized: case, runs of whitespace
+(including line breaks inside a wrapped paragraph), typographic quotes, dashes, ellipses and the Markdown
+emphasis marks the stored text keeps (`**every 12 months**`) are ignored; every word, number and other
+punctuation mark must be the same. Otherwise the closest stretch of the section is found with rapidfuzz's
+partial alignment, and the sentence(s) around it are returned with the similarity of that stretch (0–1),
+so a quote with one altered number shows the real passage next to a high but not perfect score.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rapidfuzz import fuzz
+
+_TYPOGRAPHIC = {
+    **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032\u0060\u00b4", "'"),
+    **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb", '"'),
+    **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d", "-"),
+    "\u2026": "...",
+}
+_MARKUP = frozenset("*")  # Markdown emphasis; not part of what the text says
+# A sentence (or list item) ends at . ! ? or ; before a space, but not after a digit ("1." of a numbered item).
+_SENTENCE_END = re.compile(r"(?<![0-9])[.!?;](?=\s|$)")
+_TRIM = " \t\r\n\"'.,;:"
+
+
+@dataclass(frozen=True)
+class Normalized:
+    """A normalized text, and for each of its characters the index of the original character it came from."""
+
+    text: str
+    origin: tuple[int, ...]
+
+
+def normalize(text: str) -> Normalized:
+    chars: list[str] = []
+    origin: list[int] = []
+    for index, ch in enumerate(text):
+        if ch in _MARKUP:
+            continue
+        mapped = unicodedata.normalize("NFKC", _TYPOGRAPHIC.get(ch, ch)).casefold()
+        for out in mapped:
+            if out.isspace():
+                if not chars or chars[-1] == " ":
+                    continue
+                out = " "
+            chars.append(out)
+            origin.append(index)
+    while chars and chars[-1] == " ":
+        chars.pop()
+        origin.pop()
+    return Normalized("".join(chars), tuple(origin))
+
+
+def normalized_quote(quote: str) -> str:
+    """The quote as compared: normalized, without the quotation marks and end punctuation around it."""
+    return normalize(quote).text.strip(_TRIM)
+
+
+@dataclass(frozen=True)
+class QuoteMatch:
+    found: bool
+    score: float  # 1.0 when found; otherwise the similarity of the closest stretch, 0–1
+    section: int  # index of the section holding the passage
+    passage: str  # the matching text as stored, or the sentence(s) around the closest stretch
+
+
+def check_quote(quote: str, sections: Sequence[str]) -> QuoteMatch | None:
+    """Where `quote` appears among `sections` (texts), or the closest passage; None when there is no text."""
+    wanted = normalized_quote(quote)
+    best: QuoteMatch | None = None
+    for number, content in enumerate(sections):
+        text = normalize(content)
+        if not text.text:
+            continue
+        at = text.text.find(wanted)
+        if at >= 0:
+            return QuoteMatch(True, 1.0, number, _original(content, text, at, at + len(wanted)))
+        alignment = fuzz.partial_ratio_alignment(wanted, text.text)
+        if alignment is None:
+            continue
+        score = round(alignment.score / 100, 3)
+        if best is None or score > best.score:
+            start, end = _sentences_around(text.text, alignment.dest_start, alignment.dest_end)
+            best = QuoteMatch(False, score, number, _original(content, text, start, end))
+    return best
+
+
+def _sentences_around(text: str, start: int, end: int) -> tuple[int, int]:
+    """Widen [start, end) to the sentence(s) it touches."""
+    before = [m.end() for m in _SENTENCE_END.finditer(text, 0, max(start, 0))]
+    begin = before[-1] if before else 0
+    after = _SENTENCE_END.search(text, max(end - 1, begin))
+    finish = after.end() if after else len(text)
+    return begin, finish
+
+
+def _original(content: str, text: Normalized, start: int, end: int) -> str:
+    """The stored text that normalized characters [start, end) came from."""
+    if end <= start:
+        return ""
+    first, last = text.origin[start], text.origin[end - 1] + 1
+    while first > 0 and content[first - 1] in _MARKUP:  # keep emphasis marks whole: **like this**
+        first -= 1
+    while last < len(content) and content[last] in _MARKUP:
+        last += 1
+    return content[first:last].strip()
