@@ -15,14 +15,24 @@ from rich.console import Console
 from ingest.aws.bootstrap import Stack, bootstrap
 from ingest.aws.clients import client, queue_arn, queue_url
 from ingest.pipeline import IngestResult
-from kb_cli.common import console, friendly_errors, settings_or_exit
+from kb_cli.common import console, err, friendly_errors, settings_or_exit
 from kb_core.settings import Settings
 
 aws_app = typer.Typer(no_args_is_help=True, help="The corpus bucket and the ingest queues.")
 
 
 def _settings() -> Settings:
-    return settings_or_exit()
+    """Settings with the AWS target decided (and said in one line on stderr), or one line and exit 2."""
+    from ingest.aws.target import NoAwsTarget, resolve_aws_target
+
+    settings = settings_or_exit()
+    try:
+        target = resolve_aws_target(settings.aws, settings.database.state_dir)
+    except NoAwsTarget as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+    err.print(f"AWS: {target.description}", highlight=False)
+    return settings
 
 
 def _queues(settings: Settings) -> tuple[Any, str, str, str, str]:
@@ -57,6 +67,7 @@ def build_worker(settings: Settings, on_result: Callable[[IngestResult], None] |
         region=settings.aws.region,
         batch_size=settings.aws.batch_size,
         wait_time_s=settings.aws.wait_time_s,
+        retry_delay_s=settings.aws.retry_delay_s,
     )
 
 
@@ -83,6 +94,7 @@ def worker_command(console: Console) -> None:
 
 
 @aws_app.command("bootstrap")
+@friendly_errors
 def bootstrap_command() -> None:
     """Create the bucket, ingest-queue, ingest-dlq, the notification and the DLQ alarm (safe to rerun)."""
     settings = _settings()
@@ -99,23 +111,66 @@ def print_stack(console: Console, stack: Stack) -> None:
 
 
 @aws_app.command("upload")
+@friendly_errors
 def upload_command(
     folder: Path = typer.Argument(Path("corpus"), exists=True, file_okay=False),
-    delete: bool = typer.Option(False, help="Also delete objects whose file is gone (withdraws them)."),
+    delete: bool = typer.Option(
+        True, "--delete/--keep-deleted", help="Delete objects whose file is gone, which withdraws their documents."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="List what would be uploaded and deleted; change nothing."),
 ) -> None:
-    """Upload the documents of a folder to the corpus bucket: only the files that changed."""
+    """Make the corpus bucket match a folder: upload the files that changed, delete the ones that are gone."""
     from ingest.aws.upload import upload_folder
 
     settings = _settings()
-    report = upload_folder(client("s3", settings.aws), settings.aws.corpus_bucket, folder, delete=delete)
-    Console().print(
+    report = upload_folder(
+        client("s3", settings.aws), settings.aws.corpus_bucket, folder, delete=delete, dry_run=dry_run
+    )
+    out = Console()
+    if dry_run:
+        for key in report.uploaded:
+            out.print(f"would upload {key}", highlight=False)
+        for key in report.deleted:
+            out.print(f"would delete {key} (withdraws its document)", highlight=False)
+    verb = "would be" if dry_run else "were"
+    out.print(
         f"{len(report.uploaded)} uploaded, {len(report.unchanged)} unchanged, "
-        f"{len(report.deleted)} deleted to s3://{settings.aws.corpus_bucket}",
+        f"{len(report.deleted)} deleted in s3://{settings.aws.corpus_bucket}"
+        + (f" (dry run: nothing {verb} changed)" if dry_run else ""),
         highlight=False,
     )
 
 
+@aws_app.command("status")
+@friendly_errors
+def status_command(
+    recent: int = typer.Option(10, min=0, max=200, help="How many recent ingest outcomes to show."),
+) -> None:
+    """The ingest queue, the dead-letter queue (each dead file and its last error), the alarm, recent outcomes."""
+    from ingest.queue_status import queue_status
+    from kb_cli.aws_status import print_status
+    from kb_cli.prepare import NotReady, prepare_database
+
+    settings = _settings()
+    conninfo = None
+    try:
+        conninfo = prepare_database(settings).ingest
+    except NotReady as exc:
+        err.print(f"[yellow]database:[/] {exc} (showing the queues only)", highlight=False)
+    status = queue_status(
+        client("sqs", settings.aws),
+        client("cloudwatch", settings.aws),
+        ingest_queue=settings.aws.ingest_queue,
+        dead_letter_queue=settings.aws.dead_letter_queue,
+        local=settings.aws.endpoint_url is not None,
+        ingest_conninfo=conninfo,
+        recent=recent,
+    )
+    print_status(console, settings, status)
+
+
 @aws_app.command("redrive")
+@friendly_errors
 def redrive_command() -> None:
     """Move the dead-letter queue's messages back to the ingest queue, and report progress."""
     from ingest.aws.redrive import redrive
@@ -140,16 +195,22 @@ def redrive_command() -> None:
 def local_command(port: int = typer.Option(4566, help="Port on 127.0.0.1.")) -> None:
     """Run the local AWS (moto) in the foreground, for a worker or an upload in another terminal."""
     from ingest.aws.local_stack import LocalAws
+    from ingest.aws.target import forget_local_stack, record_local_stack
 
+    settings = settings_or_exit()
     stack = LocalAws(port).start()
+    record = record_local_stack(settings.database.state_dir, stack.endpoint_url)
     Console().print(
-        f"local AWS at {stack.endpoint_url}: export AWS_ENDPOINT_URL={stack.endpoint_url} "
-        "AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local",
+        f"local AWS at {stack.endpoint_url}, recorded in {record}: `kb aws ...`, `kb worker` and the poe corpus "
+        "tasks use it from any terminal while this runs (Ctrl-C stops it)",
         highlight=False,
     )
     try:
         threading.Event().wait()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        forget_local_stack(settings.database.state_dir)
         stack.stop()
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
+from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
 
 from kb_core.settings import ConfigError, Settings, load_settings
@@ -19,12 +21,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
+    from kb_cli.prepare import NotReady
     from kb_core.db.embedding_space import EmbeddingSpaceMismatch, SchemaNotReady
     from kb_core.db.migrations import MigrationError
     from kb_core.embedders.base import EmbeddingError
     from kb_core.embedders.local import LocalModelMissing
+    from kb_server.tokens import TokensFileError
 
-    return (ConfigError, MigrationError, EmbeddingSpaceMismatch, SchemaNotReady, EmbeddingError, LocalModelMissing)
+    return (
+        ConfigError,
+        MigrationError,
+        EmbeddingSpaceMismatch,
+        SchemaNotReady,
+        EmbeddingError,
+        LocalModelMissing,
+        TokensFileError,
+        NotReady,
+    )
 
 
 def friendly_errors(fn: F) -> F:
@@ -37,6 +50,9 @@ def friendly_errors(fn: F) -> F:
         except _known_errors() as exc:
             err.print(f"[bold red]error:[/] {exc}", highlight=False)
             raise typer.Exit(2) from None
+        except (BotoCoreError, ClientError) as exc:
+            err.print(f"[bold red]error:[/] AWS: {exc}", highlight=False)
+            raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -47,6 +63,11 @@ def settings_or_exit() -> Settings:
     except ConfigError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         sys.exit(2)
+
+
+def tokens_path(settings: Settings) -> Path:
+    """The tokens file `kb tokens` writes and `kb serve` reads: KB_TOKENS_FILE, else the state directory's."""
+    return settings.server.tokens_file or settings.database.state_dir / "tokens.json"
 
 
 def role_or_exit(value: str) -> Any:

@@ -19,12 +19,12 @@ def ingest(
     """Ingest files directly, without the queue: parse, chunk, scan, embed and store each one."""
     from ingest.pipeline import Ingestor, document_files, ingest_files
     from kb_cli.ingest_report import print_summary, progress_bar
-    from kb_core.db.targets import resolve_database
+    from kb_cli.prepare import prepare_database
     from kb_core.embedders import make_embedder
 
     settings = settings_or_exit()
     files, skipped = document_files(paths)
-    targets = resolve_database(settings.database)
+    targets = prepare_database(settings)
     started = time.perf_counter()
     embedder = make_embedder(settings.embedding)
     with (

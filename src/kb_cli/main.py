@@ -7,11 +7,32 @@ from __future__ import annotations
 
 import typer
 
-from kb_cli import audit, aws, db, ingest, search, serve, tokens, up
+from kb_cli import audit, aws, db, ingest, search, serve, tokens, up, withdraw
+from kb_cli.lifecycle import exit_on_termination
+from kb_core.version import package_version
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="kosha-kb: MCP retrieval over PostgreSQL.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"kosha-kb {package_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """kosha-kb: MCP retrieval over PostgreSQL."""
+    exit_on_termination()
+
+
 app.add_typer(db.app, name="db")
 app.command("ingest")(ingest.ingest)
+app.command("withdraw")(withdraw.withdraw)
 app.command("serve")(serve.serve)
 app.add_typer(tokens.app, name="tokens")
 app.command("search")(search.search)

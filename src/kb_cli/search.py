@@ -12,11 +12,12 @@ from rich.console import Console
 from rich.table import Table
 
 from kb_cli.common import console, friendly_errors, role_or_exit, settings_or_exit
+from kb_cli.prepare import prepare_database
 from kb_core.db.embedding_space import check_embedding_space
-from kb_core.db.targets import resolve_database
 from kb_core.embedders import make_embedder
 from kb_core.roles import Role
 from kb_core.settings import Settings
+from kb_server.documents import empty_knowledge_base_hint
 from kb_server.search import hybrid_search
 from kb_server.server import MAX_CHUNKS, capped_result
 
@@ -31,7 +32,7 @@ async def run_search(
     explain: bool,
     as_of: date | None = None,
 ) -> None:
-    targets = resolve_database(settings.database)
+    targets = prepare_database(settings)
     embedder = make_embedder(settings.embedding)
     with psycopg.connect(targets.server, autocommit=True) as check:
         check_embedding_space(check, embedder.space)
@@ -51,6 +52,11 @@ async def run_search(
     result = capped_result(query, hits, degraded_reason=None)
     when = f" as of {as_of.isoformat()}" if as_of else ""
     console.print(f"[bold]{len(result.documents)} chunks[/] for {query!r} as {role.value}{when}", highlight=False)
+    if not hits:
+        async with await psycopg.AsyncConnection.connect(targets.server, autocommit=True) as conn:
+            hint = await empty_knowledge_base_hint(conn, role)
+        if hint:
+            console.print(f"[yellow]{hint}[/]", highlight=False)
     if result.warning:
         console.print(f"[yellow]warning:[/] {result.warning}", highlight=False)
     if explain:

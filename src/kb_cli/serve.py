@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kb_cli.common import err, friendly_errors, settings_or_exit
+from kb_cli.common import err, friendly_errors, settings_or_exit, tokens_path
 
 
 @friendly_errors
@@ -14,16 +14,20 @@ def serve(
     port: int | None = typer.Option(None, help="HTTP port (default KB_HTTP_PORT, 8765)."),
 ) -> None:
     """Serve the MCP tools: over stdio, or over HTTP with bearer tokens."""
-    from kb_core.db.targets import resolve_database
+    from kb_cli.lifecycle import exit_at_once_on_signals, hangup_as_terminate, port_in_use
+    from kb_cli.logs import plain_logging
+    from kb_cli.prepare import prepare_database
     from kb_server.server import build_server
 
     settings = settings_or_exit()
+    plain_logging()
     if transport not in ("stdio", "http"):
         err.print(f"[bold red]error:[/] --transport must be stdio or http, not {transport!r}")
         raise typer.Exit(2)
-    targets = resolve_database(settings.database)
-    server = build_server(settings, targets.server)
     if transport == "stdio":
+        exit_at_once_on_signals()
+        targets = prepare_database(settings)
+        server = build_server(settings, targets.server)
         err.print(f"kosha-kb serving MCP over stdio as role {settings.server.role.value}", highlight=False)
         server.run("stdio")
         return
@@ -35,18 +39,29 @@ def serve(
         settings.server.http_host = host
     if port:
         settings.server.http_port = port
+    if port_in_use(settings.server.http_host, settings.server.http_port):
+        err.print(
+            f"[bold red]error:[/] port {settings.server.http_port} on {settings.server.http_host} is in use "
+            "(another kb serve?): set KB_HTTP_PORT (or --port) to a free port",
+            highlight=False,
+        )
+        raise typer.Exit(2)
+    path = tokens_path(settings)
     try:
         transport_security(settings.server)  # off loopback with no allow-list: one line, no start
-        tokens = TokenStore.load(settings.server.tokens_file)
+        tokens = TokenStore.load(path)
     except ValueError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise typer.Exit(2) from None
+    hangup_as_terminate()
+    targets = prepare_database(settings)
+    server = build_server(settings, targets.server)
     if not len(tokens):
         err.print(
-            "[yellow]warning:[/] no bearer tokens configured (KB_TOKENS_FILE): every request will get 401. "
-            "Create one with `kb tokens add NAME --role ROLE`.",
+            f"[yellow]warning:[/] no bearer tokens in {path} yet: every request gets 401 until you run "
+            "`kb tokens add NAME --role ROLE` (the running server picks it up)",
             highlight=False,
         )
     url = f"http://{settings.server.http_host}:{settings.server.http_port}/mcp"
-    err.print(f"kosha-kb serving MCP over streamable HTTP at {url} ({len(tokens)} tokens)", highlight=False)
+    err.print(f"kosha-kb serving MCP over streamable HTTP at {url} ({len(tokens)} tokens in {path})", highlight=False)
     run_http(build_http_app(server, settings.server, tokens), settings.server)

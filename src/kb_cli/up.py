@@ -9,28 +9,28 @@ a file uploaded later is ingested too. A second run reuses the database: nothing
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 
 from ingest.pipeline import IngestResult
 from kb_cli.common import console, friendly_errors, settings_or_exit
+from kb_cli.logs import plain_logging
 from kb_core.roles import Role
 from kb_core.settings import Settings
 
 
 def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = True, timeout_s: float = 1800) -> int:
-    from ingest.aws.bootstrap import bootstrap
-    from ingest.aws.clients import client
     from ingest.aws.local_stack import LocalAws
-    from ingest.aws.upload import upload_folder
-    from kb_cli.aws import build_worker, print_stack
-    from kb_cli.ingest_report import print_summary, progress_bar
+    from ingest.aws.target import forget_local_stack, record_local_stack
+    from kb_cli.lifecycle import port_in_use
     from kb_core.db.migrations import migrate
     from kb_core.db.targets import resolve_database
     from kb_core.embedders import embedding_space_for
@@ -43,6 +43,15 @@ def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = 
         except UnsafeBind as exc:
             console.print(f"[bold red]error:[/] {exc}", highlight=False)
             return 2
+    if serve and port_in_use(settings.server.http_host, settings.server.http_port):
+        # Checked before anything is printed or started: finding out after the ingestion is too late.
+        console.print(
+            f"[bold red]error:[/] port {settings.server.http_port} on {settings.server.http_host} is in use "
+            "(another `make run` or `kb serve`?): set KB_HTTP_PORT to a free port",
+            highlight=False,
+        )
+        return 2
+    plain_logging(logging.WARNING)  # the progress bar owns the terminal until the server starts
     console.rule("[bold]kosha-kb")
     targets = resolve_database(settings.database)
     migrate(targets.owner, embedding_space_for(settings.embedding))
@@ -53,14 +62,52 @@ def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = 
         local = LocalAws().start()
         settings.aws.endpoint_url = local.endpoint_url
         os.environ["AWS_ENDPOINT_URL"] = local.endpoint_url
-        console.print(f"[green]✓[/] local AWS (moto) at {local.endpoint_url}", highlight=False)
+        record = record_local_stack(settings.database.state_dir, local.endpoint_url)
+        console.print(
+            f"[green]✓[/] local AWS (moto) at {local.endpoint_url}, recorded in {record} for `kb aws` and poe",
+            highlight=False,
+        )
+    try:
+        return _run_stack(console, settings, corpus, targets, local, serve=serve, timeout_s=timeout_s)
+    finally:
+        if local:
+            forget_local_stack(settings.database.state_dir)
+            local.stop()
+
+
+def _run_stack(
+    console: Console,
+    settings: Settings,
+    corpus: Path,
+    targets: Any,
+    local: Any,
+    *,
+    serve: bool,
+    timeout_s: float,
+) -> int:
+    from ingest.aws.bootstrap import bootstrap
+    from ingest.aws.clients import client
+    from ingest.aws.upload import upload_folder
+    from kb_cli.aws import build_worker, print_stack
+    from kb_cli.ingest_report import print_summary, progress_bar
+    from kb_cli.local_stack import reconcile_with_folder
+
     stack = bootstrap(settings.aws)
     console.print("[green]✓[/] ", end="")
     print_stack(console, stack)
 
-    report = upload_folder(client("s3", settings.aws), stack.bucket, corpus)
+    withdrawn = reconcile_with_folder(settings, targets.ingest, stack.bucket, corpus)
+    if withdrawn:
+        console.print(
+            f"[green]✓[/] withdrew {len(withdrawn)} documents whose file is gone from {corpus}/: "
+            + ", ".join(withdrawn),
+            highlight=False,
+            soft_wrap=True,
+        )
+    report = upload_folder(client("s3", settings.aws), stack.bucket, corpus, delete=True)
     console.print(
-        f"[green]✓[/] uploaded {len(report.uploaded)} files to s3://{stack.bucket} ({len(report.unchanged)} unchanged)",
+        f"[green]✓[/] uploaded {len(report.uploaded)} files to s3://{stack.bucket} ({len(report.unchanged)} unchanged, "
+        f"{len(report.deleted)} deleted)",
         highlight=False,
     )
 
@@ -89,41 +136,44 @@ def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = 
     if not serve:
         worker.stop.set()
         thread.join(timeout=60)
-        if local:
-            local.stop()
         return 1 if missing or any(r.outcome == "failed" for r in results.values()) else 0
     try:
         _serve(console, settings)
     finally:
         worker.stop.set()
-        if local:
-            local.stop()
     return 0
 
 
 def _serve(console: Console, settings: Settings) -> None:
+    from kb_cli.lifecycle import hangup_as_terminate
+    from kb_cli.local_tokens import local_tokens
     from kb_core.db.targets import resolve_database
-    from kb_server.http import TokenStore, add_token, build_http_app
+    from kb_server.http import TokenStore, build_http_app
     from kb_server.http_run import run_http
     from kb_server.server import build_server
 
     tokens_file = settings.server.tokens_file or settings.database.state_dir / "tokens.json"
     settings.server.tokens_file = tokens_file
-    # Local demo tokens, one per role, made anew on each run (only their hashes are kept).
-    tokens = {role: add_token(tokens_file, f"local-{role.value}", role) for role in Role}
+    tokens = local_tokens(settings.database.state_dir, tokens_file)
     url = f"http://{settings.server.http_host}:{settings.server.http_port}/mcp"
     console.rule("[bold]serving MCP")
     console.print(
-        f"Streamable HTTP: [bold]{url}[/]  (bearer tokens below, valid until the next `make run`)", highlight=False
+        f"Streamable HTTP: [bold]{url}[/]  (bearer tokens below; they stay the same on the next `make run` "
+        "unless revoked with `kb tokens revoke NAME`)",
+        highlight=False,
     )
     for role, token in tokens.items():
-        console.print(f"  {role.value:<19} {token}", highlight=False)
+        console.print(f"  local-{role.value:<19} {token}", highlight=False)
     inspector = (
         f"npx -y @modelcontextprotocol/inspector@2.12.0 --cli {url} --transport http "
         f"--header 'Authorization: Bearer {tokens[Role.ANALYST]}' --method tools/call "
         "--tool-name search_knowledge_base --tool-arg 'query=wire transfer cut-off'"
     )
-    console.print(f"\nTry it from the MCP Inspector's CLI:\n  {inspector}", highlight=False, soft_wrap=True)
+    console.print(
+        f"\nTry it from the MCP Inspector's CLI (needs Node.js >= 22.19):\n  {inspector}",
+        highlight=False,
+        soft_wrap=True,
+    )
     kb = Path(sys.executable).parent / "kb"
     desktop = {
         "mcpServers": {
@@ -139,7 +189,14 @@ def _serve(console: Console, settings: Settings) -> None:
         highlight=False,
         soft_wrap=True,
     )
+    console.print(
+        "\nOps, from another terminal: `.venv/bin/kb aws status`, `.venv/bin/poe corpus:upload`, "
+        "`.venv/bin/poe corpus:redrive` (they find this local AWS by themselves).",
+        highlight=False,
+        soft_wrap=True,
+    )
     console.print("\nCtrl-C stops the server, the worker and the local AWS.", highlight=False)
+    hangup_as_terminate()
     targets = resolve_database(settings.database)
     app = build_http_app(build_server(settings, targets.server), settings.server, TokenStore.load(tokens_file))
     run_http(app, settings.server)  # the same proxy, Host/Origin and logging rules as `kb serve`

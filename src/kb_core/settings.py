@@ -99,6 +99,11 @@ class AwsSettings(BaseSettings):
     endpoint_url: str | None = Field(
         None, validation_alias="AWS_ENDPOINT_URL", description="Unset: real AWS. Set: a local AWS (moto)."
     )
+    target: Literal["auto", "aws"] = Field(
+        "auto",
+        validation_alias="KB_AWS_TARGET",
+        description="auto: AWS_ENDPOINT_URL, else the running local stack; aws: real AWS (never a fallback).",
+    )
     region: str = Field("us-east-1", validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION"))
     corpus_bucket: str = Field(
         "kosha-kb-corpus", validation_alias="KB_CORPUS_BUCKET", pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
@@ -110,6 +115,14 @@ class AwsSettings(BaseSettings):
     dlq_retention_s: int = Field(14 * 24 * 3600, ge=60, le=14 * 24 * 3600, validation_alias="KB_DLQ_RETENTION_S")
     batch_size: int = Field(5, ge=1, le=10, validation_alias="KB_WORKER_BATCH_SIZE")
     wait_time_s: int = Field(10, ge=0, le=20, validation_alias="KB_WORKER_WAIT_TIME_S")
+    retry_delay_s: int = Field(
+        20,
+        ge=0,
+        le=43_200,
+        validation_alias="KB_WORKER_RETRY_DELAY_S",
+        description="`kb worker` only: a failed message is retried after this many seconds instead of the "
+        "visibility timeout, so a broken file reaches the DLQ in about max receives × this (Lambda: unused).",
+    )
     max_file_bytes: int = Field(25 * 1024 * 1024, ge=1024, validation_alias="KB_MAX_FILE_BYTES")
     withdrawn_retention_days: int | None = Field(
         None,

@@ -140,3 +140,17 @@ async def list_documents(
     rows = await cursor.fetchall()
     total = rows[0][-1] if rows else 0
     return [ListedDocument(*row[:-1]) for row in rows], total
+
+
+EMPTY_HINT = (
+    "the knowledge base has no documents your role can read: nothing has been ingested yet (run "
+    "`kb ingest corpus/` or `make run`), or every document is above your role's ceiling"
+)
+
+
+async def empty_knowledge_base_hint(conn: AsyncConnection, role: Role) -> str | None:
+    """Why a search found nothing, when the reason is that there is nothing to find; else None."""
+    async with reader_transaction(conn, role) as tx:
+        cursor = await tx.execute("SELECT EXISTS (SELECT 1 FROM kb.chunks)")
+    row = await cursor.fetchone()
+    return None if row and row[0] else EMPTY_HINT

@@ -13,14 +13,10 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import secrets
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -30,62 +26,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kb_core.roles import Role
 from kb_core.settings import ServerSettings
 from kb_server.http_guard import OriginHostMiddleware, transport_security
+from kb_server.readiness import probe_of
+from kb_server.tokens import TokenEntry, TokenStore, add_token, hash_token
+
+__all__ = ["TokenEntry", "TokenStore", "add_token", "build_http_app", "hash_token"]
 
 FAILED_AUTH_PER_MINUTE = 10
 # Addresses remembered by the failed-authentication limit. Forgetting the least recently seen one can only
 # forgive the address that has been quiet longest; without a bound, each new address costs memory forever.
 FAILED_AUTH_ADDRESSES = 10_000
-
-
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class TokenEntry:
-    name: str
-    role: Role
-
-
-class TokenStore:
-    """sha256(token) -> (name, role), from a JSON file: {"tokens": [{"name", "role", "sha256"}]}."""
-
-    def __init__(self, entries: dict[str, TokenEntry]) -> None:
-        self._entries = entries
-
-    @classmethod
-    def load(cls, path: Path | None) -> TokenStore:
-        if path is None or not path.exists():
-            return cls({})
-        try:
-            data = json.loads(path.read_text())
-            entries = {item["sha256"]: TokenEntry(item["name"], Role(item["role"])) for item in data["tokens"]}
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(
-                f"KB_TOKENS_FILE {path} is not a valid tokens file ({exc}); recreate it with `kb tokens add`"
-            ) from None
-        return cls(entries)
-
-    def role_of(self, token: str) -> TokenEntry | None:
-        return self._entries.get(hash_token(token))
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-def add_token(path: Path, name: str, role: Role) -> str:
-    """Create a token for `name` with `role`; store its hash; return the token (shown once)."""
-    token = "kb_" + secrets.token_urlsafe(32)
-    data = json.loads(path.read_text()) if path.exists() else {"tokens": []}
-    data["tokens"] = [t for t in data["tokens"] if t["name"] != name]
-    data["tokens"].append({"name": name, "role": role.value, "sha256": hash_token(token)})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n")
-    path.chmod(0o600)
-    return token
 
 
 @dataclass
@@ -189,6 +140,15 @@ def build_http_app(server: MCPServer, settings: ServerSettings, tokens: TokenSto
         return JSONResponse({"status": "ok"})
 
     security = transport_security(settings)  # UnsafeBind off loopback without an allow-list
+    probe = probe_of(server)
+
+    @server.custom_route("/readyz", methods=["GET"])
+    async def readyz(_: Request) -> JSONResponse:
+        if probe is None:
+            return JSONResponse({"status": "ready"})
+        ready, checks = await probe.check()
+        return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks}, 200 if ready else 503)
+
     app = server.streamable_http_app(
         max_request_body_size=settings.max_request_bytes,
         host=settings.http_host,

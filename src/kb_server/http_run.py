@@ -64,5 +64,7 @@ def run_http(app: Any, settings: ServerSettings) -> None:
         log_level="warning",
         access_log=False,
         log_config=None,  # keep the one-line handler above
+        # Open event streams would otherwise hold a stop signal off for as long as their clients stay.
+        timeout_graceful_shutdown=5,
         **proxy_options(settings),
     )

@@ -30,12 +30,19 @@ from pydantic import Field
 
 from kb_core.db.embedding_space import check_embedding_space
 from kb_core.departments import DEPARTMENTS
-from kb_core.embedders import Embedder, make_embedder
+from kb_core.embedders import Embedder, embedding_space_for, make_embedder
 from kb_core.roles import Role
 from kb_core.settings import Settings
+from kb_core.version import package_version
 from kb_server.audit import AuditedMCPServer, AuditWriter, Caller, DatabaseAuditWriter
 from kb_server.citations import CitationError, parse_citation
-from kb_server.documents import ListedDocument, StoredDocument, fetch_document, list_documents
+from kb_server.documents import (
+    ListedDocument,
+    StoredDocument,
+    empty_knowledge_base_hint,
+    fetch_document,
+    list_documents,
+)
 from kb_server.models import (
     NOTICE,
     DocumentDetail,
@@ -48,6 +55,7 @@ from kb_server.models import (
     VersionComparison,
 )
 from kb_server.quotes import normalized_quote
+from kb_server.readiness import ReadinessProbe, attach_probe
 from kb_server.search import Hit, hybrid_search
 from kb_server.version_tools import comparison_of, verification_of
 
@@ -84,12 +92,15 @@ def build_server(
     """The MCP server. `role` is the role of stdio and in-process callers (default: KB_ROLE); `audit`
     replaces the audit log's database writer (the bench measures the call without it)."""
 
+    probe = ReadinessProbe(server_conninfo, embedder.space if embedder else embedding_space_for(settings.embedding))
+
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[KnowledgeBase]:
         query_embedder = embedder or make_embedder(settings.embedding)
         load = getattr(query_embedder, "load", None)
         if load is not None:
             await anyio.to_thread.run_sync(load)  # at start-up, not on the first query
+        probe.embedder_loaded = True
         pool = AsyncConnectionPool(
             server_conninfo,
             min_size=settings.database.pool_min_size,
@@ -118,6 +129,7 @@ def build_server(
     server = AuditedMCPServer(
         identify=lambda ctx: caller_of(ctx, settings.audit.stdio_caller),
         name="kosha-kb",
+        version=package_version(),
         title="Kosha knowledge base",
         instructions=(
             "Search Kosha Financial's internal documents (policies, SOPs, runbooks, API references) and cite "
@@ -129,6 +141,7 @@ def build_server(
     )
     _register_tools(server)
     _register_resources(server)
+    attach_probe(server, probe)
     return server
 
 
@@ -315,6 +328,9 @@ def _register_tools(server: MCPServer) -> None:
             )
         capped = capped_result(text, hits[: min(top_k, MAX_CHUNKS)], degraded_reason=degraded)
         capped.truncated = capped.truncated or (top_k > MAX_CHUNKS and len(hits) > MAX_CHUNKS)
+        if not hits:
+            async with connection(ctx) as conn:
+                capped.hint = await empty_knowledge_base_hint(conn, role)
         return capped
 
     @server.tool(

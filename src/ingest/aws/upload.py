@@ -19,9 +19,10 @@ class UploadReport:
     skipped: list[str] = field(default_factory=list)
 
 
-def upload_folder(s3: Any, bucket: str, folder: Path, *, delete: bool = False) -> UploadReport:
+def upload_folder(s3: Any, bucket: str, folder: Path, *, delete: bool = False, dry_run: bool = False) -> UploadReport:
     """Keys are paths relative to `folder` (compliance/CMP-SOP-004.md). With `delete`, objects whose file is
-    gone are deleted, which withdraws their documents."""
+    gone are deleted, which withdraws their documents. With `dry_run`, the report lists what would change
+    and nothing is written."""
     report = UploadReport()
     files, skipped = document_files([folder])
     report.skipped = [p.relative_to(folder).as_posix() for p in skipped]
@@ -35,6 +36,9 @@ def upload_folder(s3: Any, bucket: str, folder: Path, *, delete: bool = False) -
         if remote.get(key) == digest:
             report.unchanged.append(key)
             continue
+        report.uploaded.append(key)
+        if dry_run:
+            continue
         s3.put_object(
             Bucket=bucket,
             Key=key,
@@ -42,10 +46,10 @@ def upload_folder(s3: Any, bucket: str, folder: Path, *, delete: bool = False) -
             Metadata={"sha256": digest},
             ContentType=mimetypes.guess_type(key)[0] or "application/octet-stream",
         )
-        report.uploaded.append(key)
     if delete:
         for key in sorted(set(remote) - local):
-            s3.delete_object(Bucket=bucket, Key=key)
+            if not dry_run:
+                s3.delete_object(Bucket=bucket, Key=key)
             report.deleted.append(key)
     return report
 

@@ -43,7 +43,10 @@ class RecordProcessor:
 
     def _apply(self, change: ObjectChange) -> IngestResult:
         result = self.ingestor.withdraw(change.uri) if change.kind == "removed" else self._ingest(change)
-        log.info("%s %s%s", result.outcome, change.uri, f" ({result.reason})" if result.reason else "")
+        # A failure is what the ops engineer has to see: WARNING, with the reason (the message is retried,
+        # and after the last receive it goes to the dead-letter queue).
+        level = logging.WARNING if result.outcome == "failed" else logging.INFO
+        log.log(level, "%s %s%s", result.outcome, change.uri, f" ({result.reason})" if result.reason else "")
         if self.on_result:
             self.on_result(result)
         return result

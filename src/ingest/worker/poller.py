@@ -61,6 +61,7 @@ class SqsWorker:
         batch_size: int = 5,
         wait_time_s: int = 10,
         max_backoff_s: float = 30.0,
+        retry_delay_s: int | None = None,
     ) -> None:
         self.sqs = sqs
         self.queue_url = queue_url
@@ -70,6 +71,7 @@ class SqsWorker:
         self.batch_size = batch_size
         self.wait_time_s = wait_time_s
         self.max_backoff_s = max_backoff_s
+        self.retry_delay_s = retry_delay_s
         self.stop = threading.Event()
         self.stats = WorkerStats()
 
@@ -122,6 +124,8 @@ class SqsWorker:
         response = self.handler(event, None)
         failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
         done = [m for m in messages if m["MessageId"] not in failed]
+        if failed and self.retry_delay_s is not None:
+            self._retry_later([m for m in messages if m["MessageId"] in failed])
         for start in range(0, len(done), 10):
             entries = [
                 {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])
@@ -142,6 +146,18 @@ class SqsWorker:
         ]
         self._with_retry(lambda: self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries))
         self.stats.released += len(messages)
+
+    def _retry_later(self, messages: list[dict[str, Any]]) -> None:
+        """Failed messages come back after retry_delay_s rather than the whole visibility timeout (which
+        must stay long enough for a slow batch), so a broken file reaches the DLQ within minutes."""
+        entries = [
+            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": self.retry_delay_s}
+            for i, m in enumerate(messages)
+        ]
+        try:
+            self._with_retry(lambda: self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries))
+        except (ClientError, BotoCoreError) as exc:  # they still come back, after the visibility timeout
+            log.warning("could not shorten the retry delay of failed messages (%s)", exc.__class__.__name__)
 
     def _backoff(self, failures: int) -> float:
         """Full jitter: a pause drawn from 0 up to 2**failures / 2 seconds, at most max_backoff_s."""

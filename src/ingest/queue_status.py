@@ -1,0 +1,150 @@
+"""What `kb aws status` shows the ops engineer: the queues, what is dead and why, the alarm, recent outcomes.
+
+The dead-letter queue is read without consuming it: its messages are received, then made visible again
+at once, so a redrive right after sees them all. Each dead message's object key comes from its S3 event;
+its last error is the newest failure the writer recorded for that object (kb.ingest_log).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from ingest.aws.bootstrap import ALARM_NAME
+from ingest.aws.clients import queue_url
+from ingest.worker.s3_events import MalformedEvent, object_changes
+
+PEEK_LIMIT = 50
+
+
+@dataclass(frozen=True)
+class DeadMessage:
+    source_uri: str | None  # None when the body is not an S3 event
+    receives: int
+    last_error: str | None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    at: datetime
+    outcome: str
+    source_uri: str
+    doc_code: str | None
+    version: str | None
+    detail: str | None
+
+
+@dataclass
+class QueueStatus:
+    queue_depth: int
+    in_flight: int
+    dlq_depth: int
+    dead: list[DeadMessage] = field(default_factory=list)
+    alarm_state: str = "unknown"
+    alarm_reason: str = ""
+    recent: list[Outcome] = field(default_factory=list)
+    documents_by_status: dict[str, int] = field(default_factory=dict)
+
+
+def _depths(sqs: Any, url: str) -> tuple[int, int]:
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    return int(attributes.get(names[0], 0)), int(attributes.get(names[1], 0))
+
+
+def peek_dead_letters(sqs: Any, dlq_url: str, limit: int = PEEK_LIMIT) -> list[tuple[str | None, int]]:
+    """(source URI, receive count) of up to `limit` DLQ messages, leaving every one of them in the queue."""
+    seen: dict[str, tuple[str | None, int]] = {}
+    handles: list[str] = []
+    try:
+        while len(seen) < limit:
+            messages = sqs.receive_message(
+                QueueUrl=dlq_url,
+                MaxNumberOfMessages=10,
+                VisibilityTimeout=30,
+                WaitTimeSeconds=0,
+                AttributeNames=["ApproximateReceiveCount"],
+            ).get("Messages", [])
+            if not messages:
+                break
+            for message in messages:
+                handles.append(message["ReceiptHandle"])
+                try:
+                    changes = object_changes(message["Body"])
+                except MalformedEvent:
+                    changes = []
+                uri = changes[0].uri if changes else None
+                # The count kept by the DLQ is of receives there; the ingest queue's were maxReceiveCount.
+                seen[message["MessageId"]] = (uri, int(message.get("Attributes", {}).get("ApproximateReceiveCount", 0)))
+    finally:
+        for start in range(0, len(handles), 10):
+            entries = [
+                {"Id": str(i), "ReceiptHandle": h, "VisibilityTimeout": 0}
+                for i, h in enumerate(handles[start : start + 10])
+            ]
+            with contextlib.suppress(Exception):
+                sqs.change_message_visibility_batch(QueueUrl=dlq_url, Entries=entries)
+    return list(seen.values())
+
+
+def _alarm(cloudwatch: Any, dlq_depth: int, local: bool) -> tuple[str, str]:
+    try:
+        alarms = cloudwatch.describe_alarms(AlarmNames=[ALARM_NAME])["MetricAlarms"]
+    except Exception as exc:
+        return "unknown", f"could not read the alarm ({exc.__class__.__name__})"
+    if not alarms:
+        return "missing", f"no alarm {ALARM_NAME}: run `kb aws bootstrap`"
+    state, reason = alarms[0]["StateValue"], alarms[0].get("StateReason", "")
+    if local:
+        # The local AWS stores alarms but never evaluates them: say what AWS would.
+        state = "ALARM" if dlq_depth > 0 else "OK"
+        reason = f"computed from the DLQ depth ({dlq_depth}); the local AWS does not evaluate alarms"
+    return state, reason
+
+
+def _recorded(conninfo: str, uris: list[str], recent: int) -> tuple[dict[str, str], list[Outcome], dict[str, int]]:
+    with psycopg.connect(conninfo, autocommit=True, connect_timeout=3) as conn:
+        errors: dict[str, str] = dict(
+            conn.execute(
+                """SELECT DISTINCT ON (source_uri) source_uri, detail FROM kb.ingest_log
+                   WHERE outcome = 'failed' AND source_uri = ANY(%s) ORDER BY source_uri, event_id DESC""",
+                (uris,),
+            ).fetchall()
+        )
+        rows = conn.execute(
+            """SELECT at, outcome, source_uri, doc_code, version, detail FROM kb.ingest_log
+               ORDER BY event_id DESC LIMIT %s""",
+            (recent,),
+        ).fetchall()
+        counts: dict[str, int] = dict(
+            conn.execute("SELECT status::text, count(*) FROM kb.documents GROUP BY 1").fetchall()
+        )
+    return errors, [Outcome(*row) for row in rows], counts
+
+
+def queue_status(
+    sqs: Any,
+    cloudwatch: Any,
+    *,
+    ingest_queue: str,
+    dead_letter_queue: str,
+    local: bool,
+    ingest_conninfo: str | None,
+    recent: int = 10,
+) -> QueueStatus:
+    url, dlq = queue_url(sqs, ingest_queue), queue_url(sqs, dead_letter_queue)
+    depth, in_flight = _depths(sqs, url)
+    dlq_depth, dlq_hidden = _depths(sqs, dlq)
+    dead = peek_dead_letters(sqs, dlq)
+    status = QueueStatus(depth, in_flight, dlq_depth + dlq_hidden)
+    status.alarm_state, status.alarm_reason = _alarm(cloudwatch, status.dlq_depth, local)
+    errors: dict[str, str] = {}
+    if ingest_conninfo is not None:
+        uris = [uri for uri, _ in dead if uri]
+        errors, status.recent, status.documents_by_status = _recorded(ingest_conninfo, uris, recent)
+    status.dead = [DeadMessage(uri, receives, errors.get(uri) if uri else None) for uri, receives in dead]
+    return status

@@ -1,0 +1,43 @@
+"""Withdrawals that do not wait for an event: by doc code, and by comparing what is stored with its source.
+
+A removed object withdraws its document through the queue (ObjectRemoved). These cover the cases with
+no event: a person withdrawing a document by its code, and a file deleted while the local stack was
+stopped (the stack starts with an empty bucket, so nothing is ever removed from it). Both go through
+`ingest.upsert.withdraw`, so a withdrawal is stored the one way the product stores withdrawals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import psycopg
+
+from ingest.upsert import withdraw
+
+
+def withdraw_document(conn: psycopg.Connection, doc_code: str) -> list[tuple[str, str]]:
+    """Withdraw every stored version of `doc_code`, whatever file it came from; return (code, version)s."""
+    uris = [
+        row[0]
+        for row in conn.execute(
+            "SELECT DISTINCT source_uri FROM kb.documents WHERE doc_code = %s AND status::text <> 'withdrawn'",
+            (doc_code,),
+        ).fetchall()
+    ]
+    withdrawn: list[tuple[str, str]] = []
+    with conn.transaction():
+        for uri in uris:
+            withdrawn += withdraw(conn, uri)
+    return withdrawn
+
+
+def orphaned_sources(conn: psycopg.Connection, bucket: str, present_keys: Iterable[str]) -> list[str]:
+    """Source URIs in `bucket` that documents are stored from but whose file is no longer present."""
+    prefix = f"s3://{bucket}/"
+    present = {prefix + key for key in present_keys}
+    stored = conn.execute(
+        """SELECT DISTINCT source_uri FROM kb.documents
+           WHERE starts_with(source_uri, %s) AND status::text <> 'withdrawn'""",
+        (prefix,),
+    ).fetchall()
+    return sorted(uri for (uri,) in stored if uri not in present)

@@ -1,0 +1,41 @@
+"""How `kb aws status` prints: label/value lines, then one line per dead file and per recent outcome."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from ingest.queue_status import QueueStatus
+from kb_core.settings import Settings
+
+
+def print_status(console: Console, settings: Settings, status: QueueStatus) -> None:
+    aws = settings.aws
+    alarm_colour = "red" if status.alarm_state == "ALARM" else "green" if status.alarm_state == "OK" else "yellow"
+    lines = [
+        ("ingest queue", f"{status.queue_depth} waiting, {status.in_flight} in flight ({aws.ingest_queue})"),
+        (
+            "dead letters",
+            f"{status.dlq_depth} ({aws.dead_letter_queue}; a file lands here after {aws.max_receive_count} failed "
+            f"receives, {aws.visibility_timeout_s} s apart)",
+        ),
+        ("alarm", f"[{alarm_colour}]{status.alarm_state}[/] {status.alarm_reason}".rstrip()),
+    ]
+    if status.documents_by_status:
+        docs = status.documents_by_status
+        lines.append(("documents", ", ".join(f"{n} {s}" for s, n in sorted(docs.items()))))
+    width = max(len(label) for label, _ in lines)
+    for label, value in lines:
+        console.print(f"[bold]{label:<{width}}[/]  {value}", soft_wrap=True, highlight=False)
+    if status.dead:
+        console.print("\n[bold]dead-lettered files[/] (fix the cause, then `.venv/bin/poe corpus:redrive`):")
+        for dead in status.dead:
+            where = dead.source_uri or "(not an S3 event)"
+            console.print(f"  {where}: {dead.last_error or 'no error recorded'}", soft_wrap=True, highlight=False)
+    if status.recent:
+        console.print("\n[bold]recent ingest outcomes[/] (newest first):")
+        for outcome in status.recent:
+            what = f"{outcome.doc_code} v{outcome.version}" if outcome.doc_code else outcome.source_uri
+            reason = f": {outcome.detail}" if outcome.detail and outcome.outcome != "ingested" else ""
+            console.print(
+                f"  {outcome.at:%Y-%m-%d %H:%M:%S} {outcome.outcome:<9} {what}{reason}", soft_wrap=True, highlight=False
+            )

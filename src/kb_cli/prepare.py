@@ -1,0 +1,60 @@
+"""Before serving or searching: make the database ready where that is safe, or say in one line what to run.
+
+- The embedded database (DATABASE_URL unset) belongs to this state directory: it is started and migrated
+  here, so a first `kb serve` or `kb search` on an empty state directory just works.
+- A database named by DATABASE_URL belongs to someone else: it is only checked. Unreachable, not migrated
+  or built for another embedder, the command stops within seconds with one line naming the fix.
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+from kb_core.db.targets import DatabaseTargets, redact, resolve_database
+from kb_core.settings import Settings
+
+CHECK_TIMEOUT_S = 2
+
+
+class NotReady(Exception):
+    """The database cannot be used yet; the message is one line that names the fixing command."""
+
+
+def prepare_database(settings: Settings) -> DatabaseTargets:
+    from kb_core.db.migrations import migrate
+    from kb_core.db.readiness import schema_problem
+    from kb_core.embedders import embedding_space_for
+
+    space = embedding_space_for(settings.embedding)
+    try:
+        targets = resolve_database(settings.database)
+    except psycopg.OperationalError as exc:
+        raise NotReady(f"cannot reach the database: {_first_line(exc)}; check DATABASE_URL") from None
+    except Exception as exc:  # the bundled server failed to start: its log says why
+        where = settings.database.state_dir / "pgdata" / "log"
+        raise NotReady(
+            f"the embedded database did not start ({exc.__class__.__name__}: {_first_line(exc)}); see {where}, "
+            "or run `kb db stop` and try again"
+        ) from None
+    if targets.embedded is not None:
+        migrate(targets.owner, space)  # ours: prepare it
+    try:
+        with psycopg.connect(targets.server, autocommit=True, connect_timeout=CHECK_TIMEOUT_S) as conn:
+            problem = schema_problem(conn, space)
+    except psycopg.OperationalError as exc:
+        text = _first_line(exc)
+        if "does not exist" in text and "role" in text:
+            problem = "the database has no knowledge-base schema yet (no kb_server login): run `kb db migrate`"
+        else:
+            problem = (
+                f"cannot log in to {redact(targets.server)} as the server: {text}; check DATABASE_URL, "
+                "KB_SERVER_DATABASE_URL or KB_SERVER_DB_PASSWORD"
+            )
+    if problem:
+        raise NotReady(problem)
+    return targets
+
+
+def _first_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] if text else exc.__class__.__name__

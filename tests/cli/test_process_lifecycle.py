@@ -1,0 +1,95 @@
+"""Every way a `kb serve` is stopped lets go of the embedded database: real processes, real signals.
+
+The state directory is fresh, so the `kb serve` under test is the embedded server's only holder: once
+it has gone, no postgres may be left on that data directory.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from tests.cli.conftest import INITIALIZE, VENV_BIN, free_port, kb_env, postgres_of, wait_for_http, wait_until
+
+KB = str(VENV_BIN / "kb")
+pytestmark = pytest.mark.slow
+
+
+def start_stdio(state_dir: Path) -> subprocess.Popen:
+    process = subprocess.Popen(
+        [KB, "serve", "--transport", "stdio"],
+        env=kb_env(state_dir),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert process.stdin and process.stdout
+    process.stdin.write(INITIALIZE)
+    process.stdin.flush()
+    assert json.loads(process.stdout.readline())["id"] == 1  # up, and holding the database
+    return process
+
+
+def start_http(state_dir: Path) -> subprocess.Popen:
+    port = free_port()
+    process = subprocess.Popen(
+        [KB, "serve", "--transport", "http"],
+        env=kb_env(state_dir, KB_HTTP_PORT=str(port)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for_http(f"http://127.0.0.1:{port}/healthz", process)
+    return process
+
+
+def holders(state_dir: Path) -> list[int]:
+    path = state_dir / "pgdata" / ".handle_pids.json"
+    return json.loads(path.read_text() or "[]") if path.exists() else []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
+@pytest.mark.parametrize("start", [start_stdio, start_http], ids=["stdio", "http"])
+def test_a_signal_to_kb_serve_leaves_no_postgres_behind(fresh_state_dir: Path, start, sig: signal.Signals) -> None:  # type: ignore[no-untyped-def]
+    process = start(fresh_state_dir)
+    try:
+        assert postgres_of(fresh_state_dir), "the embedded database should be running"
+        assert process.pid in holders(fresh_state_dir)
+        process.send_signal(sig)
+        process.wait(timeout=60)
+        assert wait_until(lambda: not postgres_of(fresh_state_dir), timeout=30), "postgres was left running"
+        assert holders(fresh_state_dir) == []
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+def test_a_holder_killed_outright_is_dropped_by_the_next_start_which_then_stops_postgres(
+    fresh_state_dir: Path,
+) -> None:
+    first = start_stdio(fresh_state_dir)
+    first.kill()  # SIGKILL: no chance to let go
+    first.wait()
+    assert first.pid in holders(fresh_state_dir) and postgres_of(fresh_state_dir)
+
+    second = start_stdio(fresh_state_dir)
+    try:
+        assert holders(fresh_state_dir) == [second.pid]  # the dead holder's record is gone
+        second.send_signal(signal.SIGTERM)
+        second.wait(timeout=60)
+        assert wait_until(lambda: not postgres_of(fresh_state_dir), timeout=30), "postgres was left running"
+    finally:
+        if second.poll() is None:
+            second.kill()
+
+
+def test_kb_db_stop_drops_dead_holders_and_stops_postgres(fresh_state_dir: Path) -> None:
+    first = start_stdio(fresh_state_dir)
+    first.kill()
+    first.wait()
+    done = subprocess.run([KB, "db", "stop"], env=kb_env(fresh_state_dir), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert holders(fresh_state_dir) == []
+    assert wait_until(lambda: not postgres_of(fresh_state_dir), timeout=30)
