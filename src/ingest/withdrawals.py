@@ -15,7 +15,9 @@ import psycopg
 from ingest.upsert import withdraw
 
 
-def withdraw_document(conn: psycopg.Connection, doc_code: str) -> list[tuple[str, str]]:
+def withdraw_document(
+    conn: psycopg.Connection, doc_code: str, *, retention_days: int | None = None
+) -> list[tuple[str, str]]:
     """Withdraw every stored version of `doc_code`, whatever file it came from; return (code, version)s."""
     uris = [
         row[0]
@@ -27,7 +29,7 @@ def withdraw_document(conn: psycopg.Connection, doc_code: str) -> list[tuple[str
     withdrawn: list[tuple[str, str]] = []
     with conn.transaction():
         for uri in uris:
-            withdrawn += withdraw(conn, uri)
+            withdrawn += withdraw(conn, uri, retention_days=retention_days)
     return withdrawn
 
 

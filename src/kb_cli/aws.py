@@ -45,10 +45,10 @@ def build_worker(settings: Settings, on_result: Callable[[IngestResult], None] |
     from ingest.pipeline import Ingestor
     from ingest.worker.handler import RecordProcessor, make_handler
     from ingest.worker.poller import SqsWorker
-    from kb_core.db.targets import resolve_database
+    from kb_cli.prepare import prepare_database
     from kb_core.embedders import make_embedder
 
-    targets = resolve_database(settings.database)
+    targets = prepare_database(settings)
     ingestor = Ingestor(
         targets.ingest,
         make_embedder(settings.embedding),

@@ -25,5 +25,8 @@ def reconcile_with_folder(settings: Settings, ingest_conninfo: str, bucket: str,
     with psycopg.connect(ingest_conninfo, autocommit=True) as conn:
         for uri in orphaned_sources(conn, bucket, present):
             with conn.transaction():
-                withdrawn += [f"{code} v{version}" for code, version in withdraw(conn, uri)]
+                withdrawn += [
+                    f"{code} v{version}"
+                    for code, version in withdraw(conn, uri, retention_days=settings.aws.withdrawn_retention_days)
+                ]
     return withdrawn

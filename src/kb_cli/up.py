@@ -49,6 +49,7 @@ def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = 
             f"[bold red]error:[/] port {settings.server.http_port} on {settings.server.http_host} is in use "
             "(another `make run` or `kb serve`?): set KB_HTTP_PORT to a free port",
             highlight=False,
+            soft_wrap=True,
         )
         return 2
     plain_logging(logging.WARNING)  # the progress bar owns the terminal until the server starts

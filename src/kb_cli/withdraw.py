@@ -19,7 +19,7 @@ def withdraw(doc_code: str = typer.Argument(..., help="For example CMP-SOP-004."
     code = doc_code.strip().upper()
     targets = prepare_database(settings)
     with psycopg.connect(targets.ingest, autocommit=True) as conn:
-        withdrawn = withdraw_document(conn, code)
+        withdrawn = withdraw_document(conn, code, retention_days=settings.aws.withdrawn_retention_days)
     if not withdrawn:
         err.print(f"[bold red]error:[/] no stored document {code} (`kb db status` counts what is stored)")
         raise typer.Exit(1)

@@ -34,6 +34,7 @@ from kb_core.embedders import Embedder, embedding_space_for, make_embedder
 from kb_core.roles import Role
 from kb_core.settings import Settings
 from kb_core.version import package_version
+from kb_server.argument_errors import PlainArgumentErrors
 from kb_server.audit import AuditedMCPServer, AuditWriter, Caller, DatabaseAuditWriter
 from kb_server.citations import CitationError, parse_citation
 from kb_server.documents import (
@@ -68,6 +69,10 @@ VERSION = re.compile(r"^[0-9]+(\.[0-9]+){0,3}$")
 STATUSES = ("effective", "superseded", "draft", "withdrawn")
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 UNAVAILABLE = "the knowledge base is temporarily unavailable (database unreachable); try again shortly"
+
+
+class KnowledgeBaseServer(PlainArgumentErrors, AuditedMCPServer):
+    """Every call audited; argument errors as one sentence (PlainArgumentErrors runs first, around the audit)."""
 
 
 @dataclass
@@ -126,7 +131,7 @@ def build_server(
         finally:
             await pool.close()
 
-    server = AuditedMCPServer(
+    server = KnowledgeBaseServer(
         identify=lambda ctx: caller_of(ctx, settings.audit.stdio_caller),
         name="kosha-kb",
         version=package_version(),

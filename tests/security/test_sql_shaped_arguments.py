@@ -14,7 +14,7 @@ pytestmark = pytest.mark.anyio
 ROLE = Role.SUPPORT_AGENT  # internal: restricted and confidential documents must stay out of reach
 
 
-TOO_LONG = "String should have at most"  # the input schema's max_length, checked before the tool runs
+TOO_LONG = "must be text of at most"  # the input schema's max_length, checked before the tool runs
 
 
 def calls_for(argument: str, value: str) -> tuple[str, dict[str, object], str | None]:
@@ -22,7 +22,7 @@ def calls_for(argument: str, value: str) -> tuple[str, dict[str, object], str | 
     return {
         "query": ("search_knowledge_base", {"query": value}, None),
         "departments": ("search_knowledge_base", {"query": "fees", "departments": [value]}, "unknown department"),
-        "top_k": ("search_knowledge_base", {"query": "fees", "top_k": value}, "valid integer"),
+        "top_k": ("search_knowledge_base", {"query": "fees", "top_k": value}, "top_k must be a whole number"),
         "doc_code": ("get_document", {"doc_code": value}, "malformed doc code"),
         "version": ("get_document", {"doc_code": "CMP-SOP-004", "version": value}, "malformed version"),
         "department": ("list_documents", {"department": value}, "unknown department"),

@@ -164,9 +164,11 @@ async def test_when_the_query_embedding_times_out_the_answer_is_degraded_not_lat
         ({"query": "   "}, "query is empty"),
         ({"query": "x" * 1200}, "keep it under 1000"),
         ({"query": "fees", "departments": ["marketing"]}, "unknown department 'marketing'"),
-        ({"query": "fees", "top_k": 0}, "greater than or equal to 1"),
-        ({"query": "fees", "top_k": 51}, "less than or equal to 50"),
-        ({"query": "fees", "top_k": "many"}, "valid integer"),
+        ({"query": "fees", "top_k": 0}, "top_k must be a whole number from 1 to 50 (got 0)"),
+        ({"query": "fees", "top_k": 51}, "top_k must be a whole number from 1 to 50 (got 51)"),
+        ({"query": "fees", "top_k": "many"}, "top_k must be a whole number from 1 to 50 (got 'many')"),
+        ({"query": "fees", "departments": "risk"}, "departments must be a list of text (at most 9)"),
+        ({"top_k": 3}, "query is required: text of at most 4000 characters"),
     ],
 )
 async def test_bad_search_arguments_get_an_error_the_model_can_act_on(
@@ -175,6 +177,8 @@ async def test_bad_search_arguments_get_an_error_the_model_can_act_on(
     async with client_as(corpus_database, Role.ANALYST, local_embedder) as client:
         result = await client.call_tool("search_knowledge_base", arguments)
     assert result.is_error and message in result.content[0].text
+    # One sentence, never pydantic's own report (several lines and a link to its documentation).
+    assert "\n" not in result.content[0].text and "pydantic" not in result.content[0].text
 
 
 async def test_get_document_returns_any_version_including_superseded_ones(corpus_database, local_embedder):

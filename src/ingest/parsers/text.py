@@ -26,9 +26,25 @@ def load_yaml(text: str) -> object:
     billions of values as soon as anything renders them."""
     import yaml
 
-    value = yaml.safe_load(text)
+    value = yaml.load(text, Loader=_loader())
     _expanded_size(value, {}, set())
     return value
+
+
+def _loader() -> type:
+    """SafeLoader, except that an impossible date (2026-13-45) stays text: the header check then names the
+    field it is in, where PyYAML's ValueError ("month must be in 1..12") named nothing."""
+    import yaml
+
+    class DatesKeptWhenInvalid(yaml.SafeLoader):
+        def construct_yaml_timestamp(self, node: yaml.ScalarNode) -> object:  # type: ignore[override]
+            try:
+                return super().construct_yaml_timestamp(node)
+            except ValueError:
+                return self.construct_scalar(node)
+
+    DatesKeptWhenInvalid.add_constructor("tag:yaml.org,2002:timestamp", DatesKeptWhenInvalid.construct_yaml_timestamp)
+    return DatesKeptWhenInvalid
 
 
 def _expanded_size(value: object, sizes: dict[int, int], open_nodes: set[int]) -> int:

@@ -1,0 +1,69 @@
+"""Tool argument errors as one sentence that names the argument and says what it accepts.
+
+The SDK reports arguments that fail the input schema with pydantic's own text (several lines, the rejected
+value's type, a link to pydantic's documentation), which a calling model or person has to decode. Here
+each one becomes, e.g., "top_k must be a whole number from 1 to 50 (got 99)", built from the tool's input
+schema, so the sentence always matches what the schema advertises.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from pydantic import ValidationError
+
+_KINDS = {"integer": "a whole number", "number": "a number", "string": "text", "boolean": "true or false"}
+
+
+def accepts(schema: dict[str, Any]) -> str:
+    """What a JSON schema property accepts, in words."""
+    options = [s for s in schema.get("anyOf", [schema]) if s.get("type") != "null"]
+    nullable = len(options) < len(schema.get("anyOf", [schema]))
+    part = options[0] if options else schema
+    kind = part.get("type")
+    if kind == "array":
+        items = accepts(part.get("items", {}))
+        words = f"a list of {items}" + (f" (at most {part['maxItems']})" if "maxItems" in part else "")
+    elif kind == "string" and part.get("format") == "date":
+        words = "a date as YYYY-MM-DD"
+    elif kind in ("integer", "number") and "minimum" in part and "maximum" in part:
+        words = f"{_KINDS[kind]} from {part['minimum']} to {part['maximum']}"
+    elif kind == "string" and "maxLength" in part:
+        words = f"text of at most {part['maxLength']} characters"
+    else:
+        words = _KINDS.get(str(kind), "a value of its schema")
+    return words + (", or nothing" if nullable and kind != "array" else "")
+
+
+def describe(error: ValidationError, input_schema: dict[str, Any]) -> str:
+    first = error.errors()[0]
+    loc = [str(p) for p in first["loc"]]
+    name = loc[0] if loc else "the arguments"
+    properties = input_schema.get("properties", {})
+    if name not in properties:
+        known = ", ".join(properties)
+        return f"unknown argument {name!r}; this tool takes: {known}"
+    wanted = accepts(properties[name])
+    if first["type"] == "missing":
+        return f"{name} is required: {wanted}"
+    shown = repr(first.get("input"))
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    where = f" (item {loc[1]})" if len(loc) > 1 and loc[1].isdigit() else ""
+    return f"{name} must be {wanted}{where} (got {shown})"
+
+
+class PlainArgumentErrors(MCPServer):
+    """An MCPServer whose argument errors read as one sentence (the rest is the SDK's behaviour)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            tool = self._tool_manager.get_tool(name)
+            schema = tool.parameters if tool is not None else {}
+            raise ToolError(describe(cause, schema)) from cause

