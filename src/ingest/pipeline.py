@@ -17,7 +17,7 @@ from pgvector.psycopg import register_vector
 from ingest.chunker import chunk_document
 from ingest.document import ParseError
 from ingest.parsers import FORMATS, parse_document
-from ingest.scanner import scan_for_injection
+from ingest.scanner import scan_chunk
 from ingest.upsert import (
     PreparedChunk,
     VersionConflict,
@@ -124,7 +124,7 @@ class Ingestor:
                     chunk,
                     text := chunk.embedding_text(header.title) if self.contextual_prefix else chunk.content,
                     embedding_sha256(self.embedder.space.model, text),
-                    tuple(scan_for_injection(f"{chunk.section_path}\n{chunk.content}")),
+                    tuple(scan_chunk(chunk.section_path, chunk.content)),
                 )
                 for chunk in chunks
             ]

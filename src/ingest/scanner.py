@@ -19,9 +19,14 @@ import unicodedata
 from dataclasses import dataclass
 from typing import NamedTuple
 
-__all__ = ["RULES", "InjectionFinding", "Rule", "normalise", "scan_for_injection"]
+from ingest.hidden import reveal_invisible_characters
+
+__all__ = ["RULES", "SCANNER_VERSION", "InjectionFinding", "Rule", "normalise", "scan_chunk", "scan_for_injection"]
 
 EXCERPT_LIMIT = 120
+# Stored with every chunk. Raise it whenever a rule, feature or threshold changes what is flagged:
+# `kb rescan` re-scans the chunks of older versions and `kb db status` counts them.
+SCANNER_VERSION = 2  # 2: the hidden-text rule
 
 
 @dataclass(frozen=True)
@@ -204,6 +209,16 @@ _FAKE_SYSTEM = (
     r"|the\s+(?:assistant|AI|model|chatbot)\s+(?:must|should|will|is|shall)\b)"
 )
 
+# Text a reader of the source does not see: marked at parse time (ingest.hidden), or raw hidden HTML kept
+# in Markdown. Flagged whatever it says: nobody reviewed it, and a model reads it all the same. (An HTML
+# comment is not flagged for being one: "<!-- TODO: ... -->" is everyday markup; what it says is scored.)
+_HIDDEN = (
+    r"\[hidden text \([^)\n]{1,40}\): "
+    r"|<[a-z][\w-]{0,20}\b[^<>]{0,300}?(?:\shidden\b(?!\s*=\s*[\"']?false)|aria-hidden\s*=\s*[\"']?true"
+    r"|style\s*=\s*[\"'][^\"'<>]{0,200}?(?:display\s*:\s*none|visibility\s*:\s*hidden"
+    r"|(?:font-size|opacity)\s*:\s*0(?:\.0*)?(?:px|pt|em|rem|%)?\s*(?:;|[\"'])))"
+)
+
 
 def _rule(rule_id: str, why: str, source: str) -> Rule:
     return Rule(rule_id, why, re.compile(source, re.IGNORECASE))
@@ -218,6 +233,7 @@ RULES: tuple[Rule, ...] = (
     _rule("tool-invocation", "a tool call with the model's context, covertly, or in call markup", _TOOL_CALL),
     _rule("secret-in-url", "a URL carrying a secret-like parameter or a live-secret-shaped value", _SECRET_URL),
     _rule("fake-system-marker", "a chat-template token or a fake SYSTEM/ADMIN turn", _FAKE_SYSTEM),
+    _rule("hidden-text", "text a reader of the source does not see (hidden HTML, DOCX, PDF or characters)", _HIDDEN),
 )
 
 # --- normalisation -----------------------------------------------------------------------------------
@@ -241,7 +257,7 @@ def _reveal_base64(match: re.Match[str]) -> str:
 
 # Cyrillic and Greek letters that look like Latin ones ("Nоte tо АI" with Cyrillic о and А).
 _CONFUSABLES = str.maketrans(
-    "аеорсухіјѕАВЕКМНОРСТХІЈЅαοκνρτυχΑΒΕΗΙΚΜΝΟΡΤΥΧ", "aeopcyxijsABEKMHOPCTXIJSaoknptuxABEHIKMNOPTYX"
+    "аеорсухіјѕАВЕКМНОРСТХІЈЅαοκνρτυχΑΒΕΗΙΚΜΝΟΡΤΥΧειη", "aeopcyxijsABEKMHOPCTXIJSaoknptuxABEHIKMNOPTYXein"
 )
 # Digits inside a word of letters ("1gn0r3 4ll pr3v10u5 1n5truct10n5"); only words that mix the two.
 _LEET_WORD = re.compile(r"\b(?=\w*[a-zA-Z])(?=\w*[013457])[a-zA-Z013457]{3,}\b")
@@ -252,6 +268,7 @@ def normalise(text: str) -> str:
     """NFKC, look-alike letters to Latin, leetspeak words to letters, drop invisible characters,
     straighten quotes, join spaced letters, decode base64 prose, collapse whitespace (keeping line breaks,
     which end a construction)."""
+    text = reveal_invisible_characters(text)  # tag-character text decoded into a hidden-text marker
     text = unicodedata.normalize("NFKC", text).translate(_CONFUSABLES).translate(_INVISIBLE).translate(_QUOTES)
     text = _LEET_WORD.sub(lambda m: m.group().translate(_LEET) if not m.group().isdigit() else m.group(), text)
     text = _SPACED_LETTERS.sub(lambda m: m.group().replace(" ", ""), text)
@@ -265,12 +282,23 @@ def _excerpt(matched: str) -> str:
     return matched if len(matched) <= EXCERPT_LIMIT else matched[: EXCERPT_LIMIT - 1].rstrip() + "…"
 
 
-def scan_for_injection(text: str) -> list[InjectionFinding]:
-    """The rules that match ``text``, one finding per rule, in the order they occur; [] when clean."""
+def rule_findings(text: str) -> list[tuple[int, InjectionFinding]]:
+    """(position, finding) of each rule that matches ``text``, one per rule."""
     normalised = normalise(text)
     hits = []
     for rule in RULES:
         match = rule.pattern.search(normalised)
         if match:
             hits.append((match.start(), InjectionFinding(rule.id, _excerpt(match.group()))))
-    return [finding for _, finding in sorted(hits, key=lambda hit: hit[0])]
+    return hits
+
+
+def scan_for_injection(text: str) -> list[InjectionFinding]:
+    """The rules that match ``text``, one finding per rule, in the order they occur; [] when clean."""
+    return [finding for _, finding in sorted(rule_findings(text), key=lambda hit: hit[0])]
+
+
+def scan_chunk(section_path: str, content: str) -> list[InjectionFinding]:
+    """What ingestion and `kb rescan` scan for a chunk: its section path (headings can carry an attack too)
+    and its text."""
+    return scan_for_injection(f"{section_path}\n{content}")

@@ -24,11 +24,11 @@ import psycopg
 
 from ingest.chunker import Chunk
 from ingest.document import Header
-from ingest.scanner import InjectionFinding
+from ingest.scanner import SCANNER_VERSION, InjectionFinding
 
 CHUNK_COLUMNS = (
     "doc_id, classification, department, is_effective, ordinal, section_path, anchor, title, content, "
-    "token_count, embedding_sha256, injection_suspect, injection_rule, metadata, embedding"
+    "token_count, embedding_sha256, injection_suspect, injection_rule, metadata, embedding, scanner_version"
 )
 
 
@@ -175,7 +175,7 @@ def store_document(
 
     with conn.cursor() as cursor:
         cursor.executemany(
-            f"INSERT INTO kb.chunks ({CHUNK_COLUMNS}) VALUES ({', '.join(['%s'] * 15)})",
+            f"INSERT INTO kb.chunks ({CHUNK_COLUMNS}) VALUES ({', '.join(['%s'] * 16)})",
             [
                 _chunk_row(doc_id, header, status, prepared, vector)
                 for prepared, vector in zip(chunks, vectors, strict=True)
@@ -198,7 +198,7 @@ def store_document(
 def _chunk_row(doc_id: int, header: Header, status: str, prepared: PreparedChunk, vector: np.ndarray) -> tuple:
     chunk = prepared.chunk
     rules = [f.rule for f in prepared.findings]
-    metadata = {"injection": [{"rule": f.rule, "excerpt": f.excerpt} for f in prepared.findings]} if rules else {}
+    metadata = injection_metadata(prepared.findings)
     return (
         doc_id,
         header.classification.value,
@@ -215,7 +215,13 @@ def _chunk_row(doc_id: int, header: Header, status: str, prepared: PreparedChunk
         ",".join(rules) if rules else None,
         json.dumps(metadata),
         vector,
+        SCANNER_VERSION,
     )
+
+
+def injection_metadata(findings: Sequence[InjectionFinding]) -> dict[str, object]:
+    """The chunk's `metadata` evidence: each rule that matched and the text it matched."""
+    return {"injection": [{"rule": f.rule, "excerpt": f.excerpt} for f in findings]} if findings else {}
 
 
 def withdraw(conn: psycopg.Connection, source_uri: str, *, retention_days: int | None = None) -> list[tuple[str, str]]:

@@ -60,7 +60,16 @@ def db_status() -> None:
             + ", ".join(f"{chunks.get(c, 0)} {c}" for c in ("public", "internal", "confidential", "restricted"))
             + ")",
         )
+        table.add_row("injection scanner", _scanner_line(status.chunks_by_scanner_version))
     table.print()
+
+
+def _scanner_line(by_version: dict[int, int]) -> str:
+    from ingest.scanner import SCANNER_VERSION
+
+    older = sum(n for version, n in by_version.items() if version < SCANNER_VERSION)
+    line = f"version {SCANNER_VERSION}; {older} chunks scanned by an older version"
+    return line + (" (run `kb rescan`)" if older else "")
 
 
 class _Rows:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from kb_cli import audit, aws, db, ingest, search, serve, tokens, up, withdraw
+from kb_cli import audit, aws, db, ingest, rescan, search, serve, tokens, up, withdraw
 from kb_cli.lifecycle import exit_on_termination
 from kb_core.version import package_version
 
@@ -33,6 +33,7 @@ def main(
 app.add_typer(db.app, name="db")
 app.command("ingest")(ingest.ingest)
 app.command("withdraw")(withdraw.withdraw)
+app.command("rescan")(rescan.rescan)
 app.command("serve")(serve.serve)
 app.add_typer(tokens.app, name="tokens")
 app.command("search")(search.search)

@@ -21,7 +21,7 @@ SELECT doc_id, doc_code, title, version, status::text, effective_date, departmen
        owner, withdrawn_at, regulatory_refs
 FROM kb.documents WHERE doc_id = ({CHOSEN_DOC_ID})"""
 _CHUNKS = f"""
-SELECT section_path, anchor, content, injection_suspect
+SELECT section_path, anchor, content, injection_suspect, injection_rule
 FROM kb.chunks
 WHERE doc_id = ({CHOSEN_DOC_ID})
 ORDER BY ordinal"""
@@ -46,6 +46,7 @@ class StoredSection:
     anchor: str
     content: str
     injection_suspect: bool
+    injection_rule: str | None = None  # comma-separated rule ids, when suspect
 
 
 @dataclass(frozen=True)
@@ -109,18 +110,25 @@ async def fetch_document(
     )
 
 
-def join_sections(chunk_rows: list[tuple[str, str, str, bool]]) -> list[StoredSection]:
-    """One entry per section: its chunks joined, each continuation's repeated opening removed."""
+def join_sections(chunk_rows: list[tuple[str, str, str, bool, str | None]]) -> list[StoredSection]:
+    """One entry per section: its chunks joined, each continuation's repeated opening removed; the section
+    is suspect when any of its chunks is, with every rule that flagged one of them."""
     sections: list[StoredSection] = []
-    for section_path, anchor, content, suspect in chunk_rows:
+    for section_path, anchor, content, suspect, rule in chunk_rows:
         if sections and sections[-1].anchor == anchor:
             previous = sections[-1]
             first, _, rest = content.partition("\n\n")
             joined = previous.content + "\n\n" + (rest if rest and previous.content.endswith(first) else content)
-            sections[-1] = StoredSection(section_path, anchor, joined, previous.injection_suspect or suspect)
+            rules = _merge_rules(previous.injection_rule, rule)
+            sections[-1] = StoredSection(section_path, anchor, joined, previous.injection_suspect or suspect, rules)
         else:
-            sections.append(StoredSection(section_path, anchor, content, suspect))
+            sections.append(StoredSection(section_path, anchor, content, suspect, rule))
     return sections
+
+
+def _merge_rules(first: str | None, second: str | None) -> str | None:
+    rules = [r for text in (first, second) if text for r in text.split(",")]
+    return ",".join(dict.fromkeys(rules)) or None
 
 
 async def list_documents(

@@ -23,6 +23,9 @@ class RetrievedChunk(BaseModel):
         "MCP resource for exactly this version's text."
     )
     injection_suspect: bool = Field(description="The chunk contains text that looks like instructions to an AI.")
+    injection_rule: str | None = Field(
+        None, description="When injection_suspect: the scanner's rule ids that flagged it, comma-separated."
+    )
 
 
 class SearchResult(BaseModel):
@@ -41,6 +44,7 @@ class Section(BaseModel):
     citation: str = Field(description="Pinned kb:// URI: kb://department/DOC-CODE@version#section.")
     content: str | None = Field(None, description="None when the 12 KB cap was reached; read the citation.")
     injection_suspect: bool = False
+    injection_rule: str | None = Field(None, description="When injection_suspect: the rule ids, comma-separated.")
 
 
 class DocumentSummary(BaseModel):

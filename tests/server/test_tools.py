@@ -94,6 +94,7 @@ async def test_a_search_returns_cited_chunks_in_the_llds_shape(corpus_database, 
         "score",
         "citation",
         "injection_suspect",
+        "injection_rule",
     }
     assert top["citation"].startswith(f"kb://{top['department']}/{top['doc_code']}@{top['version']}#")
     assert any(d["citation"] == "kb://compliance/CMP-SOP-004@3.1#4.2" for d in content["documents"])

@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import PurePosixPath
 
 from ingest.document import HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table, Unit
+from ingest.hidden import reveal_invisible_characters
 
 FORMATS = {
     ".md": "markdown",
@@ -59,10 +60,11 @@ def parse_document(data: bytes, name: str, *, max_bytes: int) -> ParsedDocument:
 
 def _without_nul(document: ParsedDocument) -> ParsedDocument:
     """NUL characters (a JSON \\u0000 or YAML \\0 escape, a PDF's text layer) become U+FFFD, as CommonMark
-    does for Markdown: PostgreSQL text cannot hold them, so the file would otherwise fail in the database."""
+    does for Markdown: PostgreSQL text cannot hold them, so the file would otherwise fail in the database.
+    Invisible characters go too, and invisible tag-character text is marked as hidden (ingest.hidden)."""
 
     def clean(text: str) -> str:
-        return text.replace("\x00", "\ufffd")
+        return reveal_invisible_characters(text.replace("\x00", "\ufffd"))
 
     header = document.header
     document.header = replace(

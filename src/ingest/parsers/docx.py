@@ -9,11 +9,15 @@ import zipfile
 import docx
 from docx.document import Document as DocxDocument
 from docx.oxml.ns import qn
+from docx.shared import Pt, RGBColor
 from docx.table import Table as DocxTable
+from docx.text.hyperlink import Hyperlink
 from docx.text.paragraph import Paragraph as DocxParagraph
+from docx.text.run import Run
 
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
 from ingest.header import FIELDS, build_header, field_key
+from ingest.hidden import mark_hidden
 
 _HEADING_STYLE = re.compile(r"^Heading (\d)$")
 _LIST_STYLE = re.compile(r"^List (Bullet|Number|Paragraph)")
@@ -43,7 +47,7 @@ def parse_docx(data: bytes) -> ParsedDocument:
             if rows:
                 blocks.append(Table(tuple(rows)))
             continue
-        text = " ".join(item.text.split())
+        text = " ".join(_paragraph_text(item).split())
         if not text:
             continue
         style = item.style.name if item.style is not None else ""
@@ -91,10 +95,57 @@ def _table_rows(table: DocxTable) -> list[tuple[str, ...]]:
             if cell._tc is previous:  # a merged cell is repeated once per grid column it spans
                 continue
             previous = cell._tc
-            cells.append(" ".join(cell.text.split()))
+            dark = _shaded(cell._tc)
+            cells.append(" ".join(" ".join(_paragraph_text(p, dark) for p in cell.paragraphs).split()))
         if any(cells):
             rows.append(tuple(cells))
     return rows
+
+
+_WHITE = RGBColor(0xFF, 0xFF, 0xFF)
+_TINY = Pt(2)
+
+
+def _shaded(element: object) -> bool:
+    """A cell, paragraph or run with a fill that is not white (white text on it is visible)."""
+    shading = element.find(f".//{qn('w:shd')}")  # type: ignore[attr-defined]
+    fill = shading.get(qn("w:fill")) if shading is not None else None
+    return fill is not None and fill.upper() not in ("AUTO", "FFFFFF")
+
+
+def _hidden_run(run: Run, paragraph: DocxParagraph, on_dark: bool) -> str | None:
+    """Why Word would not show a reader this run's text (on a white page), or None."""
+    fonts = [run.font, *(s.font for s in (run.style, paragraph.style) if s is not None)]
+    if any(font.hidden for font in fonts) or run._r.find(f"{qn('w:rPr')}/{qn('w:specVanish')}") is not None:
+        return "hidden run"
+    color = next((f.color.rgb for f in fonts if f.color is not None and f.color.type is not None), None)
+    if color == _WHITE and not on_dark and run.font.highlight_color is None and not _shaded(run._r):
+        return "white text"
+    size = next((f.size for f in fonts if f.size is not None), None)
+    if size is not None and size < _TINY:
+        return "tiny text"
+    return None
+
+
+def _paragraph_text(paragraph: DocxParagraph, on_dark: bool = False) -> str:
+    """The paragraph's text, with each stretch of hidden runs in a hidden-text marker (ingest.hidden)."""
+    parts: list[str] = []
+    hidden: list[str] = []
+    reason = None
+    properties = paragraph._p.pPr
+    on_dark = on_dark or (properties is not None and _shaded(properties))
+    for item in paragraph.iter_inner_content():
+        runs = item.runs if isinstance(item, Hyperlink) else [item]
+        for run in runs:
+            why = _hidden_run(run, paragraph, on_dark)
+            if why != reason and hidden:
+                parts.append(f" {mark_hidden(reason or '', ''.join(hidden))} ")
+                hidden = []
+            reason = why
+            (hidden if why else parts).append(run.text)
+    if hidden:
+        parts.append(f" {mark_hidden(reason or '', ''.join(hidden))} ")
+    return "".join(parts)
 
 
 def _header_fields(rows: list[tuple[str, ...]]) -> dict[str, object] | None:

@@ -11,6 +11,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, Table, normalise_space
 from ingest.header import build_header
+from ingest.hidden import hidden_by_attributes, mark_hidden
 from ingest.parsers.text import decode_text
 
 _SKIP_TAGS = {"script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form", "button", "svg"}
@@ -39,6 +40,7 @@ def parse_html(data: bytes) -> ParsedDocument:
     body = tree.body or tree.root
     blocks: list[Block] = []
     if body is not None:
+        _mark_hidden_elements(body)
         _walk(body, blocks)
     return ParsedDocument(header=header, blocks=blocks, source_format="html")
 
@@ -72,6 +74,29 @@ def _walk(node: LexborNode, blocks: list[Block]) -> None:
             text = _inline(child)
             if text:
                 blocks.append(Paragraph(text))
+
+
+_INLINE_TAGS = {"span", "a", "em", "strong", "b", "i", "u", "small", "font", "code", "mark", "sup", "sub", "label"}
+
+
+def _mark_hidden_elements(body: LexborNode) -> None:
+    """Each element a reader would not see becomes its marked text (ingest.hidden), in place: inline as a
+    span, otherwise as a paragraph of its own. Comments are already left out of an element's text."""
+    for _ in range(10_000):  # one element per pass: replacing one detaches the hidden ones inside it
+        hidden = next(
+            (n for n in body.css("[hidden], [aria-hidden], [style]") if hidden_by_attributes(n.attributes)), None
+        )
+        if hidden is None:
+            return
+        marked = mark_hidden(hidden_by_attributes(hidden.attributes) or "", _inline(hidden))
+        if not marked:
+            hidden.decompose()
+            continue
+        tag = "span" if hidden.tag in _INLINE_TAGS else "p"
+        replacement = LexborHTMLParser(f"<{tag}></{tag}>").css_first(tag)
+        assert replacement is not None
+        replacement.insert_child(marked)
+        hidden.replace_with(replacement)
 
 
 def _has_element_children(node: LexborNode) -> bool:

@@ -17,6 +17,7 @@ import pymupdf
 
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
 from ingest.header import FIELDS, build_header, field_key
+from ingest.hidden import mark_hidden
 
 _TEXT_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_LIGATURES & ~pymupdf.TEXT_PRESERVE_IMAGES
 _BULLET = re.compile(r"^([•▪◦‣∙·●\-–]|\d+[.)])\s+")
@@ -96,13 +97,42 @@ def _read(document: pymupdf.Document) -> tuple[list[_Line], list[_TableAt]]:
                 spans = [s for s in line["spans"] if s["text"].strip()]
                 if not spans:
                     continue
-                text = "".join(s["text"] for s in line["spans"]).strip()
+                text = _line_text(line["spans"])
                 size = max(s["size"] for s in spans)
                 bold = all(s["flags"] & pymupdf.TEXT_FONT_BOLD or "Bold" in s["font"] for s in spans)
                 mono = all(s["flags"] & pymupdf.TEXT_FONT_MONOSPACED or "Courier" in s["font"] for s in spans)
                 lines.append(_Line(number, box.y0, box.y1, box.x0, text, round(size, 1), bold, mono))
     lines.sort(key=lambda ln: (ln.page, round(ln.top, 1)))
     return lines, tables
+
+
+def _hidden_span(span: dict) -> str | None:
+    """Why a reader would not see a span (on a white page), or None. pymupdf clips text outside the page
+    itself, and gives text in invisible render mode (3) an alpha of 0."""
+    if span.get("alpha", 255) == 0:
+        return "invisible render mode"
+    if span["color"] == 0xFFFFFF:
+        return "white text"
+    if span["size"] < 1.5:
+        return "tiny text"
+    return None
+
+
+def _line_text(spans: list[dict]) -> str:
+    """A line's text, with each run of hidden spans in a hidden-text marker (ingest.hidden)."""
+    parts: list[str] = []
+    hidden: list[str] = []
+    reason = None
+    for span in spans:
+        why = _hidden_span(span) if span["text"].strip() else reason
+        if why != reason and hidden:
+            parts.append(f" {mark_hidden(reason or '', ''.join(hidden))} ")
+            hidden = []
+        reason = why
+        (hidden if why else parts).append(span["text"])
+    if hidden:
+        parts.append(f" {mark_hidden(reason or '', ''.join(hidden))} ")
+    return "".join(parts).strip()
 
 
 def _table_rows(table: object, words: list[tuple]) -> list[tuple[str, ...]]:

@@ -21,6 +21,8 @@ class DatabaseStatus:
     embedding_space: EmbeddingSpace | None
     documents_by_status: dict[str, int] = field(default_factory=dict)
     chunks_by_classification: dict[str, int] = field(default_factory=dict)
+    # How many chunks each injection-scanner version scanned (the caller knows which version is current).
+    chunks_by_scanner_version: dict[int, int] = field(default_factory=dict)
 
 
 def database_status(targets: DatabaseTargets) -> DatabaseStatus:
@@ -37,11 +39,14 @@ def database_status(targets: DatabaseTargets) -> DatabaseStatus:
         space = stored_embedding_space(conn)
     documents: dict[str, int] = {}
     chunks: dict[str, int] = {}
+    scanners: dict[int, int] = {}
     if space is not None:
         # The writer's login sees every row; the owner is bound by FORCEd row-level security.
         with psycopg.connect(targets.ingest, autocommit=True) as conn:
             documents = dict(conn.execute("SELECT status::text, count(*) FROM kb.documents GROUP BY 1").fetchall())
             chunks = dict(conn.execute("SELECT classification::text, count(*) FROM kb.chunks GROUP BY 1").fetchall())
+            if _has_column(conn, "chunks", "scanner_version"):  # added by the scanner-version migration
+                scanners = dict(conn.execute("SELECT scanner_version, count(*) FROM kb.chunks GROUP BY 1").fetchall())
     return DatabaseStatus(
         description=targets.description,
         postgres_version=postgres_version,
@@ -51,4 +56,16 @@ def database_status(targets: DatabaseTargets) -> DatabaseStatus:
         embedding_space=space,
         documents_by_status=documents,
         chunks_by_classification=chunks,
+        chunks_by_scanner_version=scanners,
+    )
+
+
+def _has_column(conn: psycopg.Connection, table: str, column: str) -> bool:
+    return (
+        conn.execute(
+            "SELECT 1 FROM information_schema.columns "
+            "WHERE table_schema = 'kb' AND table_name = %s AND column_name = %s",
+            (table, column),
+        ).fetchone()
+        is not None
     )
