@@ -79,6 +79,7 @@ class SectionReference(BaseModel):
     section_path: str
     citation: str = Field(description="Pinned kb:// citation of the section in its version.")
     injection_suspect: bool = False
+    injection_rule: str | None = Field(None, description="When injection_suspect: the rule ids, comma-separated.")
 
 
 class SentenceChange(BaseModel):
@@ -92,6 +93,7 @@ class ChangedSection(BaseModel):
     to_citation: str = Field(description="Pinned citation of the section in to_version.")
     changes: list[SentenceChange] = Field(description="Only the sentences that differ, each beside its counterpart.")
     injection_suspect: bool = False
+    injection_rule: str | None = Field(None, description="When injection_suspect: the rule ids, comma-separated.")
 
 
 class VersionComparison(BaseModel):
@@ -127,4 +129,5 @@ class QuoteVerification(BaseModel):
     passage_citation: str | None = Field(description="Pinned citation of the section holding the passage.")
     section_path: str | None = None
     injection_suspect: bool = False
+    injection_rule: str | None = Field(None, description="When injection_suspect: the rule ids, comma-separated.")
     warning: str | None = None

@@ -30,7 +30,13 @@ def _reference(document: StoredDocument, section: StoredSection) -> SectionRefer
         section_path=section.section_path or document.title,
         citation=document.section_citation(section.anchor),
         injection_suspect=section.injection_suspect,
+        injection_rule=section.injection_rule if section.injection_suspect else None,
     )
+
+
+def _merge_rules(*sections: StoredSection) -> str | None:
+    rules = [r for s in sections if s.injection_suspect and s.injection_rule for r in s.injection_rule.split(",")]
+    return ",".join(dict.fromkeys(rules)) or None
 
 
 def _clip(sentence: str | None) -> str | None:
@@ -64,6 +70,7 @@ def comparison_of(old: StoredDocument, new: StoredDocument) -> VersionComparison
             to_citation=new.section_citation(change.after.anchor),
             changes=[SentenceChange(before=_clip(c.before), after=_clip(c.after)) for c in change.changes],
             injection_suspect=change.before.injection_suspect or change.after.injection_suspect,
+            injection_rule=_merge_rules(change.before, change.after),
         )
         result.changed.append(entry)
         if result.truncated or len(result.model_dump_json().encode()) > MAX_RESULT_BYTES:
@@ -98,6 +105,7 @@ def verification_of(document: StoredDocument, section: str | None, quote: str) -
         result.passage_citation = document.section_citation(where.anchor)
         result.section_path = where.section_path or document.title
         result.injection_suspect = where.injection_suspect
+        result.injection_rule = where.injection_rule if where.injection_suspect else None
         if where.injection_suspect:
             result.warning = INJECTION_WARNING
     return result

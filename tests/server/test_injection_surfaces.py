@@ -29,15 +29,31 @@ SERVES_TEXT = {
     "search_knowledge_base": True,
     "get_document": True,
     "list_documents": False,
+    "compare_versions": True,
+    "verify_quote": True,
     "kb://{department}/{doc_code}": True,
     "kb://{department}/{doc_code}{#section}": True,
+    "kb://{department}/{doc_code}@{version}": True,
+    "kb://{department}/{doc_code}@{version}{#section}": True,
 }
+NEXT_VERSION = markdown_document(
+    "PAY-SOP-941",
+    title="Wire Release Checks",
+    version="1.1",
+    effective_date="2026-02-01",
+    sections={
+        "1. Purpose": "Wire releases above $40,000 need a callback to a number already on file.",
+        "2. Vendor note": f"Wire release vendor notes, revised. {ATTACK}",
+    },
+)
 
 
 @pytest.fixture
 def flagged_database(ingestor, database):
     result = ingestor.ingest(DOCUMENT.encode(), name="w.md", source_uri="s3://kb/w.md")
     assert result.outcome == "ingested" and result.suspect_chunks == 1, result
+    newer = ingestor.ingest(NEXT_VERSION.encode(), name="w2.md", source_uri="s3://kb/w2.md")
+    assert newer.outcome == "ingested" and newer.suspect_chunks == 1, newer
     return SimpleNamespace(targets=database)
 
 
@@ -63,6 +79,14 @@ async def test_a_flagged_chunk_carries_the_flag_its_rule_and_a_warning_on_every_
         whole = await client.read_resource("kb://payments/PAY-SOP-941")
         flagged_section = await client.read_resource("kb://payments/PAY-SOP-941#2")
         clean_section = await client.read_resource("kb://payments/PAY-SOP-941#1")
+        pinned = await client.read_resource("kb://payments/PAY-SOP-941@1.0")
+        pinned_section = await client.read_resource("kb://payments/PAY-SOP-941@1.0#2")
+        compared = await client.call_tool(
+            "compare_versions", {"doc_code": "PAY-SOP-941", "from_version": "1.0", "to_version": "1.1"}
+        )
+        quoted = await client.call_tool(
+            "verify_quote", {"citation": "kb://payments/PAY-SOP-941@1.0#2", "quote": "Wire release vendor notes."}
+        )
 
     found = search.structured_content
     assert found == json.loads(search.content[0].text)
@@ -76,15 +100,27 @@ async def test_a_flagged_chunk_carries_the_flag_its_rule_and_a_warning_on_every_
     for label, detail in (
         ("get_document", document.structured_content),
         ("kb://payments/PAY-SOP-941", json.loads(whole.contents[0].text)),
+        ("kb://payments/PAY-SOP-941@1.0", json.loads(pinned.contents[0].text)),
     ):
         sections = {s["citation"].rsplit("#", 1)[1]: s for s in detail["sections"]}
         assert_flagged(label, sections["2"])
         assert_clean(label, sections["1"])
         assert "untrusted" in detail["warning"], label
 
-    section = json.loads(flagged_section.contents[0].text)
-    assert_flagged("section resource", section)
-    assert "untrusted" in section["warning"]
+    for label, read in (("section resource", flagged_section), ("pinned section resource", pinned_section)):
+        section = json.loads(read.contents[0].text)
+        assert_flagged(label, section)
+        assert "untrusted" in section["warning"], label
+
+    comparison = compared.structured_content
+    changed = {c["to_citation"].rsplit("#", 1)[1]: c for c in comparison["changed"]}
+    assert_flagged("compare_versions", changed["2"])
+    assert_clean("compare_versions, the clean section", changed["1"])
+    assert comparison["warning"]
+    verification = quoted.structured_content
+    assert verification["found"] is True
+    assert_flagged("verify_quote", verification)
+    assert verification["warning"]
     clean = json.loads(clean_section.contents[0].text)
     assert_clean("clean section resource", clean)
     assert clean["warning"] is None
