@@ -1,4 +1,4 @@
--- 006: which version of the injection scanner flagged (or cleared) each chunk.
+-- 007: which version of the injection scanner flagged (or cleared) each chunk.
 --
 -- When the scanner's rules change, `kb rescan` re-scans the chunks stored by an older version and
 -- rewrites their flags in place: the text, and so the embedding, is unchanged, so nothing is re-embedded.
