@@ -17,13 +17,17 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import CallToolResult
+from psycopg import AsyncConnection
+from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
@@ -93,14 +97,67 @@ class AuditWriter(Protocol):
 
 
 class DatabaseAuditWriter:
-    """Appends records to kb.audit_log as the server's login (which may INSERT and nothing else)."""
+    """Appends records to kb.audit_log as the server's login (which may INSERT and nothing else), on the
+    connection the request already read with when there is one: the record then costs one round trip."""
 
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self.pool = pool
 
     async def write(self, record: AuditRecord, *, wait_s: float | None = None) -> None:
+        held = _held.get()
+        if held is not None and held.usable():
+            assert held.conn is not None
+            await held.conn.execute(_INSERT, record.row())
+            return
         async with self.pool.connection(timeout=wait_s) as conn:
             await conn.execute(_INSERT, record.row())
+
+
+# -- one connection per request, the read's and the record's ----------------------------------------------
+
+
+@dataclass
+class _HeldConnection:
+    pool: AsyncConnectionPool | None = None
+    conn: AsyncConnection | None = None
+
+    def usable(self) -> bool:
+        return (
+            self.conn is not None
+            and not self.conn.closed
+            and self.conn.info.transaction_status == TransactionStatus.IDLE
+        )
+
+
+_held: ContextVar[_HeldConnection | None] = ContextVar("kb_request_connection", default=None)
+
+
+@asynccontextmanager
+async def request_connection(pool: AsyncConnectionPool) -> AsyncIterator[AsyncConnection]:
+    """The request's pooled connection. Inside an audited call it is taken on first use and kept until the
+    call's record is written on it (one pool checkout, with its health check, per call instead of two);
+    outside one, a plain pooled connection."""
+    held = _held.get()
+    if held is None:
+        async with pool.connection() as conn:
+            yield conn
+        return
+    if held.conn is None:
+        held.conn = await pool.getconn()
+        held.pool = pool
+    yield held.conn
+
+
+@asynccontextmanager
+async def holding_request_connection() -> AsyncIterator[None]:
+    held = _HeldConnection()
+    token = _held.set(held)
+    try:
+        yield
+    finally:
+        _held.reset(token)
+        if held.conn is not None and held.pool is not None:
+            await held.pool.putconn(held.conn)  # the pool rolls back or discards a connection left unusable
 
 
 class HasAuditWriter(Protocol):
@@ -216,6 +273,14 @@ class AuditedMCPServer(MCPServer):
         self._identify = identify
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        async with holding_request_connection():
+            return await self._audited_call_tool(name, arguments, context)
+
+    async def read_resource(self, uri: Any, context: Context | None = None) -> Any:
+        async with holding_request_connection():
+            return await self._audited_read_resource(uri, context)
+
+    async def _audited_call_tool(self, name: str, arguments: dict[str, Any], context: Context | None) -> Any:
         started = time.perf_counter()
         try:
             result = await super().call_tool(name, arguments, context)
@@ -233,7 +298,7 @@ class AuditedMCPServer(MCPServer):
         await self._write(context, record, ToolError)
         return result
 
-    async def read_resource(self, uri: Any, context: Context | None = None) -> Any:
+    async def _audited_read_resource(self, uri: Any, context: Context | None) -> Any:
         started = time.perf_counter()
         arguments = {"uri": str(uri)}
         try:

@@ -35,7 +35,7 @@ from kb_core.roles import Role
 from kb_core.settings import Settings
 from kb_core.version import package_version
 from kb_server.argument_errors import PlainArgumentErrors
-from kb_server.audit import AuditedMCPServer, AuditWriter, Caller, DatabaseAuditWriter
+from kb_server.audit import AuditedMCPServer, AuditWriter, Caller, DatabaseAuditWriter, request_connection
 from kb_server.citations import CitationError, parse_citation
 from kb_server.documents import (
     ListedDocument,
@@ -186,7 +186,7 @@ def caller_of(ctx: Context, stdio_caller: str) -> Caller:
 async def connection(ctx: Context) -> AsyncIterator[AsyncConnection]:
     """A pooled connection; a database outage becomes a clear, fast error instead of a hang."""
     try:
-        async with knowledge_base(ctx).pool.connection() as conn:
+        async with request_connection(knowledge_base(ctx).pool) as conn:
             yield conn
     except (PoolTimeout, psycopg.OperationalError) as exc:
         raise ToolError(UNAVAILABLE) from exc
