@@ -17,7 +17,7 @@ from bench.synthetic import MARKERS, MEDIUM_DEPARTMENT, SMALL_DEPARTMENT, Synthe
 from bench.timing import summary
 from kb_core.roles import Role
 from kb_server.db.reader import reader_transaction
-from kb_server.search import MATCH_CAP, RRF_K, hybrid_search, hybrid_sql
+from kb_server.search import RRF_K, hybrid_search, hybrid_sql, statement_params
 
 ROLE = Role.DEMO_READONLY  # the lowest ceiling: a quarter of the rows
 FILTERS = {"none": None, "10%": [MEDIUM_DEPARTMENT], "1%": [SMALL_DEPARTMENT]}
@@ -58,15 +58,7 @@ async def _two_queries(conn, vector, text, departments, limit=TOP_K):
         async with reader_transaction(conn, ROLE) as tx:
             cursor = await tx.execute(
                 hybrid_sql(with_vector=with_vector, with_text=not with_vector),
-                {
-                    "text": text,
-                    "vector": vector,
-                    "departments": departments,
-                    "candidates": 50,
-                    "match_cap": MATCH_CAP,
-                    "rrf_k": RRF_K,
-                    "limit": 50,
-                },
+                statement_params(text=text, vector=vector, departments=departments, limit=50, candidates=50),
             )
         ranked.append(await cursor.fetchall())
     scores: dict[tuple[str, str, str], float] = {}

@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector_async
 
@@ -14,7 +15,7 @@ from evals.golden import GoldenQuestion
 from evals.metrics import Ranked, mean, ndcg_at, recall_at, reciprocal_rank
 from kb_core.embedders.base import Embedder
 from kb_core.roles import Classification, Role
-from kb_server.search import TEXT_QUERY, TEXT_RANK, Hit, hybrid_search
+from kb_server.search import DEFAULT_BM25, DEFAULT_FUSION, TEXT_QUERY, TEXT_RANK, Bm25, Fusion, Hit, hybrid_search
 
 MODES = ("hybrid", "vector", "text")
 
@@ -77,6 +78,10 @@ async def run_questions(
     k: int = 10,
     role: Role | None = None,
     name: str | None = None,
+    fusion: Fusion = DEFAULT_FUSION,
+    bm25: Bm25 = DEFAULT_BM25,
+    vectors: dict[str, np.ndarray] | None = None,
+    find_identifiers: bool = True,
 ) -> Run:
     """Every question as its own role (or `role` for all), the way search_knowledge_base runs it."""
     outcomes = []
@@ -84,7 +89,10 @@ async def run_questions(
         await register_vector_async(conn)
         for question in questions:
             started = time.perf_counter()
-            vector = embedder.embed_query(question.question) if mode != "text" else None
+            vector = None
+            if mode != "text":
+                known = vectors.get(question.id) if vectors is not None else None
+                vector = known if known is not None else embedder.embed_query(question.question)
             hits = await hybrid_search(
                 conn,
                 role or question.role,
@@ -95,6 +103,9 @@ async def run_questions(
                 text_query=text_query,
                 text_rank=text_rank,
                 with_text=mode != "vector",
+                fusion=fusion,
+                bm25=bm25,
+                find_identifiers=find_identifiers,
             )
             outcomes.append(Outcome(question, hits, time.perf_counter() - started))
     return Run(name or f"{mode} ({text_query}, {text_rank})", outcomes)

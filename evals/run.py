@@ -7,6 +7,10 @@ every role. The NPL (Vaswani) collection is ingested and run the same way.
 
     python -m evals.run                # everything (about 15 minutes on 2 cores the first time)
     python -m evals.run --skip-public  # the golden set only
+    python -m evals.run --reuse        # keep databases already built by a run of the same migrations
+
+Tuned settings (BM25, fusion) are chosen by `python -m evals.tune` on the development split (evals/split.py);
+the report gives every run on the development and the held-out parts separately.
 """
 
 from __future__ import annotations
@@ -19,11 +23,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evals import answers, report, vaswani
+from evals import ablations, answers, report, vaswani
 from evals.cache import CachingEmbedder
 from evals.gates import leak_gate, quality_gate
 from evals.golden import load_golden
 from evals.retrieval import Run, classifications, leaks, run_questions
+from evals.split import npl_part
 from ingest.pipeline import Ingestor, document_files, ingest_files
 from kb_core.db.embedded import EmbeddedPostgres
 from kb_core.db.embedding_space import EmbeddingSpace
@@ -37,22 +42,44 @@ STATE = REPO / ".kb-eval"
 CACHE = Path.home() / ".cache" / "kosha-kb"
 
 
-def fresh_database(superuser: str, name: str, space: EmbeddingSpace) -> DatabaseTargets:
-    import psycopg
-    from psycopg import conninfo, sql
+def database_targets(superuser: str, name: str) -> DatabaseTargets:
+    from psycopg import conninfo
 
-    with psycopg.connect(superuser, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     owner = conninfo.make_conninfo(superuser, dbname=name)
-    targets = DatabaseTargets(
+    return DatabaseTargets(
         owner,
         conninfo.make_conninfo(owner, user="kb_server", password=""),
         conninfo.make_conninfo(owner, user="kb_ingest", password=""),
         f"eval database {name}",
     )
+
+
+def fresh_database(superuser: str, name: str, space: EmbeddingSpace) -> DatabaseTargets:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(superuser, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    targets = database_targets(superuser, name)
     migrate(targets.owner, space)
     return targets
+
+
+def reusable_database(superuser: str, name: str) -> DatabaseTargets | None:
+    """An eval database a finished run built under the current migrations, else None."""
+    import psycopg
+
+    from kb_core.db.migrations import discover_migrations
+
+    targets = database_targets(superuser, name)
+    try:
+        with psycopg.connect(targets.owner) as conn:
+            (applied,) = conn.execute("SELECT count(*) FROM kb.schema_migrations").fetchone() or (0,)
+            (documents,) = conn.execute("SELECT count(*) FROM kb.documents").fetchone() or (0,)
+    except psycopg.Error:
+        return None
+    return targets if applied == len(discover_migrations()) and documents else None
 
 
 def ingest_corpus(targets: DatabaseTargets, embedder: CachingEmbedder, *, prefix: bool) -> None:
@@ -67,6 +94,7 @@ def ingest_corpus(targets: DatabaseTargets, embedder: CachingEmbedder, *, prefix
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip-public", action="store_true", help="skip the NPL (Vaswani) collection")
+    parser.add_argument("--reuse", action="store_true", help="reuse the eval databases a previous run built")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     STATE.mkdir(exist_ok=True)
@@ -76,58 +104,43 @@ def main(argv: list[str] | None = None) -> int:
     embedder = CachingEmbedder(model, CACHE / "eval-vectors.npz")
     questions = load_golden()
 
-    print("ingesting corpus/ (with and without the contextual prefix) ...", flush=True)
-    main_db = fresh_database(superuser, "eval_corpus", model.space)
-    ingest_corpus(main_db, embedder, prefix=True)
-    plain_db = fresh_database(superuser, "eval_no_prefix", model.space)
-    ingest_corpus(plain_db, embedder, prefix=False)
+    reused_main, reused_plain = (
+        (reusable_database(superuser, "eval_corpus"), reusable_database(superuser, "eval_no_prefix"))
+        if args.reuse
+        else (None, None)
+    )
+    if reused_main is not None and reused_plain is not None:
+        main_db, plain_db = reused_main, reused_plain
+    else:
+        print("ingesting corpus/ (with and without the contextual prefix) ...", flush=True)
+        main_db = fresh_database(superuser, "eval_corpus", model.space)
+        ingest_corpus(main_db, embedder, prefix=True)
+        plain_db = fresh_database(superuser, "eval_no_prefix", model.space)
+        ingest_corpus(plain_db, embedder, prefix=False)
 
     print("running the golden set ...", flush=True)
     server = main_db.server
-    runs: list[Run] = [
-        asyncio.run(run_questions(server, model, questions, name="hybrid (default)")),
-        asyncio.run(
-            run_questions(
-                server,
-                model,
-                questions,
-                text_query="websearch",
-                text_rank="ts_rank_cd",
-                name="hybrid, LLD text leg (websearch AND, ts_rank_cd)",
-            )
-        ),
-        asyncio.run(run_questions(server, model, questions, mode="vector", name="vector only")),
-        asyncio.run(run_questions(server, model, questions, mode="text", name="full text only (OR, ts_rank)")),
-        asyncio.run(
-            run_questions(
-                server, model, questions, mode="text", text_rank="ts_rank_cd", name="full text only (OR, ts_rank_cd)"
-            )
-        ),
-        asyncio.run(
-            run_questions(
-                server,
-                model,
-                questions,
-                mode="text",
-                text_query="websearch",
-                text_rank="ts_rank_cd",
-                name="full text only (websearch AND, ts_rank_cd)",
-            )
-        ),
-        asyncio.run(run_questions(plain_db.server, model, questions, name="hybrid, no contextual prefix")),
-        asyncio.run(
-            run_questions(plain_db.server, model, questions, mode="vector", name="vector only, no contextual prefix")
-        ),
-    ]
-    levels = classifications(main_db.ingest)
+    vectors = {q.id: model.embed_query(q.question) for q in questions}
+    runs: list[Run] = []
+    for name, variant in ablations.golden_runs().items():
+        variant = dict(variant)
+        database = plain_db if variant.pop("no_prefix", False) else main_db
+        runs.append(
+            asyncio.run(run_questions(database.server, model, questions, name=name, vectors=vectors, **variant))
+        )
+        print(f"  {name}: recall@5 {runs[-1].overall.recall_at_5:.3f} MRR {runs[-1].overall.mrr:.3f}", flush=True)
     leak_runs = {
-        role.value: leaks(asyncio.run(run_questions(server, model, questions, role=role)), role, levels)
+        role.value: leaks(
+            asyncio.run(run_questions(server, model, questions, role=role, vectors=vectors)),
+            role,
+            classifications(main_db.ingest),
+        )
         for role in Role
     }
 
     public = None
     if not args.skip_public:
-        public = run_public(superuser, embedder, model)
+        public = run_public(superuser, embedder, model, reuse=args.reuse)
 
     answer_report = answers.answer_metrics(runs[0])
     quality, leak = quality_gate(runs[0]), leak_gate(leak_runs)
@@ -155,36 +168,39 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if quality.passed and leak.passed else 1
 
 
-def run_public(superuser: str, embedder: CachingEmbedder, model: LocalEmbedder) -> dict[str, Any] | None:
+def run_public(
+    superuser: str, embedder: CachingEmbedder, model: LocalEmbedder, *, reuse: bool = False
+) -> dict[str, Any] | None:
     try:
         collection = vaswani.load()
     except FileNotFoundError as exc:
         print(f"the NPL collection is not available ({exc}); set KB_VASWANI_DIR", file=sys.stderr)
         return None
-    print(f"ingesting the NPL collection ({len(collection.documents)} abstracts) ...", flush=True)
-    targets = fresh_database(superuser, "eval_vaswani", model.space)
-    with Ingestor(targets.ingest, embedder, max_bytes=1_000_000) as ingestor:
-        results = vaswani.ingest(ingestor, collection)
-    embedder.save()
-    failed = [r for r in results if r.outcome == "failed"]
-    if failed:
-        raise SystemExit(f"NPL document failed: {failed[0].source_uri}: {failed[0].reason}")
-    import psycopg
+    targets = reusable_database(superuser, "eval_vaswani") if reuse else None
+    if targets is None:
+        print(f"ingesting the NPL collection ({len(collection.documents)} abstracts) ...", flush=True)
+        targets = fresh_database(superuser, "eval_vaswani", model.space)
+        with Ingestor(targets.ingest, embedder, max_bytes=1_000_000) as ingestor:
+            results = vaswani.ingest(ingestor, collection)
+        embedder.save()
+        failed = [r for r in results if r.outcome == "failed"]
+        if failed:
+            raise SystemExit(f"NPL document failed: {failed[0].source_uri}: {failed[0].reason}")
+        import psycopg
 
-    with psycopg.connect(targets.owner, autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE")
+        with psycopg.connect(targets.owner, autocommit=True) as conn:
+            conn.execute("VACUUM ANALYZE")
+    print("running the NPL queries ...", flush=True)
+    vectors = {qid: model.embed_query(text) for qid, text in collection.queries.items()}
+    parts = {part: npl_part(collection.qrels, part) for part in ("dev", "held_out")}
     measured = {}
-    for name, mode, form, rank in (
-        ("full text only (OR, ts_rank)", "text", "or", "ts_rank"),
-        ("full text only (websearch AND, ts_rank_cd)", "text", "websearch", "ts_rank_cd"),
-        ("vector only", "vector", "or", "ts_rank"),
-        ("hybrid (default)", "hybrid", "or", "ts_rank"),
-        ("hybrid, LLD text leg", "hybrid", "websearch", "ts_rank_cd"),
-    ):
-        rankings = asyncio.run(
-            vaswani.run(targets.server, model, collection, mode=mode, text_query=form, text_rank=rank)
-        )
-        measured[name] = vaswani.measures(rankings, collection.qrels)
+    for name, variant in ablations.NPL.items():
+        rankings = asyncio.run(vaswani.run(targets.server, model, collection, vectors=vectors, **variant))
+        measured[name] = {
+            **vaswani.measures(rankings, collection.qrels),
+            **{f"{part} MAP": vaswani.measures(rankings, collection.qrels, ids)["MAP"] for part, ids in parts.items()},
+        }
+        print(f"  {name}: MAP {measured[name]['MAP']:.3f}", flush=True)
     return {
         "documents": len(collection.documents),
         "queries": len(collection.queries),

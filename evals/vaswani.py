@@ -13,16 +13,18 @@ import math
 import os
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector_async
 
 from ingest.pipeline import Ingestor, IngestResult
 from kb_core.embedders.base import Embedder
 from kb_core.roles import Role
-from kb_server.search import hybrid_search
+from kb_server.search import DEFAULT_BM25, DEFAULT_FUSION, Bm25, Fusion, hybrid_search
 
 DATASET = Path(
     os.environ.get("KB_VASWANI_DIR", Path(__file__).resolve().parents[2] / "shared" / "datasets" / "vaswani")
@@ -90,14 +92,27 @@ def ingest(ingestor: Ingestor, collection: Collection) -> list[IngestResult]:
 
 
 async def run(
-    conninfo: str, embedder: Embedder, collection: Collection, *, mode: str, text_query: str, text_rank: str
+    conninfo: str,
+    embedder: Embedder,
+    collection: Collection,
+    *,
+    mode: str,
+    text_query: str,
+    text_rank: str,
+    query_ids: Sequence[str] | None = None,
+    fusion: Fusion = DEFAULT_FUSION,
+    bm25: Bm25 = DEFAULT_BM25,
+    vectors: dict[str, np.ndarray] | None = None,
 ) -> dict[str, list[str]]:
-    """qid -> ranked docnos."""
+    """qid -> ranked docnos (of `query_ids`, default every query); `vectors` reuses query embeddings."""
     rankings: dict[str, list[str]] = {}
     async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
         await register_vector_async(conn)
-        for qid, text in collection.queries.items():
-            vector = embedder.embed_query(text) if mode != "text" else None
+        for qid in query_ids if query_ids is not None else list(collection.queries):
+            text = collection.queries[qid]
+            vector = None
+            if mode != "text":
+                vector = vectors[qid] if vectors is not None and qid in vectors else embedder.embed_query(text)
             hits = await hybrid_search(
                 conn,
                 Role.DEMO_READONLY,
@@ -110,16 +125,22 @@ async def run(
                 text_query=text_query,
                 text_rank=text_rank,
                 with_text=mode != "vector",
+                fusion=fusion,
+                bm25=bm25,
             )
             ranked = [str(int(h.doc_code.rsplit("-", 1)[1])) for h in hits]
             rankings[qid] = list(dict.fromkeys(ranked))
     return rankings
 
 
-def measures(rankings: dict[str, list[str]], qrels: dict[str, set[str]]) -> dict[str, float]:
-    """Means over the judged queries, as trec_eval computes them (binary relevance)."""
+def measures(
+    rankings: dict[str, list[str]], qrels: dict[str, set[str]], query_ids: Sequence[str] | None = None
+) -> dict[str, float]:
+    """Means over the judged queries (of `query_ids`), as trec_eval computes them (binary relevance)."""
     ap, ndcg, p10, r100 = [], [], [], []
     for qid, relevant in qrels.items():
+        if query_ids is not None and qid not in query_ids:
+            continue
         ranked = rankings.get(qid, [])
         hits, precision_sum = 0, 0.0
         for rank, docno in enumerate(ranked, start=1):

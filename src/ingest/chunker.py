@@ -6,6 +6,10 @@
   each continuation repeats the last ~80 tokens of the chunk before it.
 - A table (or an OpenAPI operation) under the table limit stays in one chunk; a larger table is split by
   rows, each part under its own copy of the header row.
+- A table of ROW_GROUP_MIN_ROWS rows or more is also indexed as row groups of ROWS_PER_GROUP rows, each
+  under the header row, citing the same section: one vector for fifteen rows is an average that a question
+  about one row does not find. Each row group names the chunk holding its whole table (`rows_of`), and search
+  shows at most one of a table's chunks, so a result never repeats rows; the whole table stays retrievable.
 - Tokens are counted with the production model's tokenizer (cl100k_base).
 """
 
@@ -20,6 +24,8 @@ from kb_core.token_count import count_tokens, decode, encode
 TARGET_TOKENS = 600
 OVERLAP_TOKENS = 80
 TABLE_LIMIT = 1200
+ROW_GROUP_MIN_ROWS = 6
+ROWS_PER_GROUP = 3
 SEPARATOR = " › "
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+(?=[A-Z0-9(\"'`*-])|\n+")
@@ -33,6 +39,7 @@ class Chunk:
     anchor: str
     content: str
     token_count: int
+    rows_of: int | None = None  # a row group: the ordinal of the chunk holding its whole table
 
     def embedding_text(self, title: str) -> str:
         """What is embedded: the contextual prefix, then the content."""
@@ -51,6 +58,7 @@ class _Piece:
     text: str
     tokens: int
     whole: bool  # a table or a unit: never cut, never used as overlap
+    row_groups: tuple[str, ...] = ()  # a table's rows, a few at a time under the header row
 
 
 def split_sections(document: ParsedDocument) -> list[Section]:
@@ -100,8 +108,12 @@ def chunk_document(
         section_path = SEPARATOR.join(section.path)
         anchor = anchors.for_path(section.path)
         pieces = [p for block in section.blocks for p in _pieces(block, target, table_limit)]
-        for content in _pack(pieces, target, overlap):
-            chunks.append(Chunk(len(chunks), section_path, anchor, content, count_tokens(content)))
+        for packed in _pack(pieces, target, overlap):
+            content = _join(packed)
+            whole = Chunk(len(chunks), section_path, anchor, content, count_tokens(content))
+            chunks.append(whole)
+            for group in (g for piece in packed for g in piece.row_groups):
+                chunks.append(Chunk(len(chunks), section_path, anchor, group, count_tokens(group), whole.ordinal))
     return chunks
 
 
@@ -110,8 +122,11 @@ def _pieces(block: Block, target: int, table_limit: int) -> list[_Piece]:
         whole = block.render()
         tokens = count_tokens(whole)
         if tokens < table_limit:
-            return [_Piece(whole, tokens, True)]
-        return [_Piece(t, count_tokens(t), True) for t in _split_table(block, target)]
+            return [_Piece(whole, tokens, True, _row_groups(block, block.rows[1:]))]
+        return [
+            _Piece(block.render(rows), count_tokens(block.render(rows)), True, _row_groups(block, rows))
+            for rows in _split_table(block, target)
+        ]
     if isinstance(block, Unit):
         tokens = count_tokens(block.text)
         if tokens < table_limit:
@@ -146,28 +161,34 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
 
 
-def _split_table(table: Table, target: int) -> list[str]:
-    """Row groups under `target` tokens, each under a copy of the header row."""
-    parts: list[str] = []
+def _split_table(table: Table, target: int) -> list[tuple[tuple[str, ...], ...]]:
+    """Row groups under `target` tokens (each is rendered under a copy of the header row)."""
+    parts: list[tuple[tuple[str, ...], ...]] = []
     group: list[tuple[str, ...]] = []
     for row in table.rows[1:]:
         candidate = table.render((*group, row))
         if group and count_tokens(candidate) > target:
-            parts.append(table.render(tuple(group)))
+            parts.append(tuple(group))
             group = []
         group.append(row)
     if group:
-        parts.append(table.render(tuple(group)))
+        parts.append(tuple(group))
     return parts
 
 
-def _pack(pieces: list[_Piece], target: int, overlap: int) -> list[str]:
-    chunks: list[str] = []
+def _row_groups(table: Table, rows: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
+    if len(rows) < ROW_GROUP_MIN_ROWS:
+        return ()
+    return tuple(table.render(rows[i : i + ROWS_PER_GROUP]) for i in range(0, len(rows), ROWS_PER_GROUP))
+
+
+def _pack(pieces: list[_Piece], target: int, overlap: int) -> list[list[_Piece]]:
+    chunks: list[list[_Piece]] = []
     current: list[_Piece] = []
     size = 0
     for piece in pieces:
         if current and size + piece.tokens > target:
-            chunks.append(_join(current))
+            chunks.append(current)
             current = _overlap(current, overlap)
             size = sum(p.tokens for p in current)
             if current and size + piece.tokens > max(target, piece.tokens):
@@ -175,7 +196,7 @@ def _pack(pieces: list[_Piece], target: int, overlap: int) -> list[str]:
         current.append(piece)
         size += piece.tokens
     if current:
-        chunks.append(_join(current))
+        chunks.append(current)
     return chunks
 
 

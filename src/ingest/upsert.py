@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import psycopg
 
+from ingest import text_stats
 from ingest.chunker import Chunk
 from ingest.document import Header
 from ingest.scanner import SCANNER_VERSION, InjectionFinding
@@ -133,6 +134,7 @@ def store_document(
         newer = (header.effective_date, list(header.version_key)) > (current[2], list(current[3]))
         if newer:
             conn.execute("UPDATE kb.documents SET status = 'superseded' WHERE doc_id = %s", (current[0],))
+            text_stats.remove(conn, [current[0]])
             conn.execute("UPDATE kb.chunks SET is_effective = false WHERE doc_id = %s", (current[0],))
             superseded = current[1]
         else:
@@ -153,6 +155,7 @@ def store_document(
     )
     if same is not None:  # the identical file of a withdrawn version: reinstated
         doc_id = same[0]
+        text_stats.remove(conn, [doc_id])  # a withdrawn version's chunks are counted in no statistics
         conn.execute("DELETE FROM kb.chunks WHERE doc_id = %s", (doc_id,))
         conn.execute(
             """UPDATE kb.documents SET title = %s, status = %s, effective_date = %s, owner = %s, department = %s,
@@ -181,6 +184,7 @@ def store_document(
                 for prepared, vector in zip(chunks, vectors, strict=True)
             ],
         )
+    text_stats.add(conn, [doc_id])
     log_event(
         conn,
         source_uri,
@@ -198,7 +202,9 @@ def store_document(
 def _chunk_row(doc_id: int, header: Header, status: str, prepared: PreparedChunk, vector: np.ndarray) -> tuple:
     chunk = prepared.chunk
     rules = [f.rule for f in prepared.findings]
-    metadata = injection_metadata(prepared.findings)
+    metadata: dict[str, object] = dict(injection_metadata(prepared.findings))
+    if chunk.rows_of is not None:  # a table's row group: search shows it or its whole table, never both
+        metadata["rows_of"] = chunk.rows_of
     return (
         doc_id,
         header.classification.value,
@@ -239,6 +245,7 @@ def withdraw(conn: psycopg.Connection, source_uri: str, *, retention_days: int |
            WHERE source_uri = %s AND status <> 'withdrawn' RETURNING doc_id, doc_code, version""",
         (source_uri,),
     ).fetchall()
+    text_stats.remove(conn, [r[0] for r in rows])
     conn.execute("UPDATE kb.chunks SET is_effective = false WHERE doc_id = ANY(%s)", ([r[0] for r in rows],))
     kept = "kept as withdrawn" if retention_days != 0 else "deleted (KB_WITHDRAWN_RETENTION_DAYS=0)"
     for _, doc_code, version in rows:

@@ -23,7 +23,7 @@ FROM kb.documents WHERE doc_id = ({CHOSEN_DOC_ID})"""
 _CHUNKS = f"""
 SELECT section_path, anchor, content, injection_suspect, injection_rule
 FROM kb.chunks
-WHERE doc_id = ({CHOSEN_DOC_ID})
+WHERE doc_id = ({CHOSEN_DOC_ID}) AND NOT metadata ? 'rows_of'  -- a table's row groups repeat its rows
 ORDER BY ordinal"""
 _VERSIONS = "SELECT version FROM kb.documents WHERE doc_code = %(doc_code)s ORDER BY version_key"
 # Withdrawn versions only when asked for by status, or as of a date when they were in force.

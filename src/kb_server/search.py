@@ -22,12 +22,52 @@ from psycopg import AsyncConnection
 from kb_core.roles import Role
 from kb_server.citations import Citation
 from kb_server.db.reader import reader_transaction
+from kb_server.identifiers import identifiers_in
 from kb_server.versions import in_force_on
 
 RRF_K = 60
 CANDIDATES = 50  # per leg
 
-# Each leg is a subquery ordered by its own index (HNSW distance, or ts_rank_cd over GIN matches) and
+
+@dataclass(frozen=True)
+class Fusion:
+    """How the two legs' ranks become one score: sum(weight / (rrf_k + rank)), plus `first_bonus` for a chunk
+    a leg ranks first. The defaults are the LLD's plain RRF; evals/report.md has every variant measured."""
+
+    rrf_k: int = RRF_K
+    vector_weight: float = 1.0
+    text_weight: float = 1.0
+    first_bonus: float = 0.0
+    identifier_bonus: float = 1.0  # above any rank sum: a chunk holding a named identifier comes first
+
+
+@dataclass(frozen=True)
+class Bm25:
+    """Okapi BM25's term-frequency saturation (k1) and length normalisation (b), and how much more an
+    occurrence in the title or section path counts than one in the text (evals/report.md: chosen on the
+    development questions)."""
+
+    k1: float = 1.2
+    b: float = 0.75
+    title_weight: float = 1.0
+
+    def params(self) -> dict[str, object]:
+        # ts_rank_cd with a one-word query and weights {D, C, B, A} is the word's weighted occurrence count
+        # (each occurrence is its own cover of length 1); weights must lie in [0, 1], so B gets 1/title_weight
+        # and the count is scaled back up.
+        scale = max(1.0, self.title_weight)
+        return {
+            "k1": self.k1,
+            "b": self.b,
+            "tf_weights": [0.0, 0.0, 1.0 / scale, self.title_weight / scale],
+            "tf_scale": scale,
+        }
+
+
+DEFAULT_FUSION = Fusion()
+DEFAULT_BM25 = Bm25()
+
+# Each leg is a subquery ordered by its own index (HNSW distance, or a rank over GIN matches) and
 # limited to the candidates; row_number() then gives the leg's rank.
 _VECTOR_LEG = """
 vector_hits AS (
@@ -45,7 +85,8 @@ vector_hits AS (
 )"""
 _NO_TEXT_LEG = """
 text_hits AS (
-    SELECT NULL::bigint AS chunk_id, NULL::kb.classification AS classification, NULL::bigint AS rank
+    SELECT NULL::bigint AS chunk_id, NULL::kb.classification AS classification, NULL::bigint AS rank,
+           NULL::integer AS exact
     WHERE false
 )"""
 # The full-text leg reads each classification partition on its own and ranks at most MATCH_CAP of its
@@ -61,15 +102,28 @@ PARTITIONS = ("public", "internal", "confidential", "restricted")
 MATCH_CAP = 2000
 _WORD_MATCHES = """
           SELECT word_matches.* FROM unnest((SELECT words FROM query)) AS w(word)
-          CROSS JOIN LATERAL (SELECT c.chunk_id, c.classification, c.tsv FROM kb.chunks_{partition} c
+          CROSS JOIN LATERAL (SELECT c.chunk_id, c.classification, c.doc_id, c.tsv, c.terms FROM kb.chunks_{partition} c
                               WHERE c.tsv @@ w.word AND c.{current}
                                 AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
                               LIMIT (SELECT per_word FROM query)) word_matches"""
 _QUERY_MATCHES = """
-          SELECT * FROM (SELECT c.chunk_id, c.classification, c.tsv FROM kb.chunks_{partition} c
+          SELECT * FROM (SELECT c.chunk_id, c.classification, c.doc_id, c.tsv, c.terms FROM kb.chunks_{partition} c
                          WHERE c.tsv @@ (SELECT tsq FROM query) AND c.{current}
                            AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
                          LIMIT %(match_cap)s) {partition}_matches"""
+# Identifiers the question names (kb_server.identifiers): chunks holding one as an exact token sequence, and
+# chunks of a document whose code it names, join the matches whatever the words' share of the cap.
+_IDENTIFIER_MATCHES = """
+          SELECT exact_matches.* FROM unnest((SELECT exact FROM query)) AS e(phrase)
+          CROSS JOIN LATERAL (SELECT c.chunk_id, c.classification, c.doc_id, c.tsv, c.terms FROM kb.chunks_{partition} c
+                              WHERE c.tsv @@ e.phrase AND c.{current}
+                                AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
+                              LIMIT %(candidates)s) exact_matches
+          UNION ALL
+          SELECT * FROM (SELECT c.chunk_id, c.classification, c.doc_id, c.tsv, c.terms FROM kb.chunks_{partition} c
+                         WHERE c.doc_id = ANY((SELECT named_documents FROM query)::bigint[]) AND c.{current}
+                           AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
+                         LIMIT %(candidates)s) {partition}_named"""
 # As of a date: the current versions' chunks (read as above, then kept if their version was in force), and
 # the chunks of earlier versions in force then, which the partial indexes do not hold.
 _CURRENT = "is_effective"
@@ -91,32 +145,70 @@ vector_hits AS (
           ORDER BY distance LIMIT %(candidates)s) nearest
 )"""
 _EARLIER_MATCHES = """
-          SELECT * FROM (SELECT c.chunk_id, c.classification, c.tsv FROM kb.searchable_chunks c
+          SELECT * FROM (SELECT c.chunk_id, c.classification, c.doc_id, c.tsv, c.terms FROM kb.searchable_chunks c
                          WHERE c.tsv @@ (SELECT tsq FROM query) AND {earlier}
                            AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
                          LIMIT %(match_cap)s) earlier_matches"""
+# `exact` grades how plainly a chunk holds what the question names: 2 when it is of a document whose code the
+# question names, plus 1 when it holds a named identifier as an exact token sequence, plus 1 more when that is
+# in its title or section path (the heading that defines it). It orders the leg before BM25 does.
 _TEXT_LEG = """
 text_hits AS (
-    SELECT chunk_id, classification, row_number() OVER (ORDER BY text_rank DESC, chunk_id) AS rank
-    FROM (SELECT m.chunk_id, m.classification, {rank}(m.tsv, (SELECT tsq FROM query)) AS text_rank
+    SELECT chunk_id, classification, row_number() OVER (ORDER BY exact DESC, text_rank DESC, chunk_id) AS rank, exact
+    FROM (SELECT m.chunk_id, m.classification, {rank} AS text_rank,
+                 CASE WHEN m.doc_id = ANY((SELECT named_documents FROM query)::bigint[]) THEN 2 ELSE 0 END
+                 + (SELECT coalesce(max(CASE WHEN ts_filter(m.tsv, '{{a}}') @@ e.phrase THEN 2 ELSE 1 END), 0)
+                    FROM unnest((SELECT exact FROM query)) e(phrase) WHERE m.tsv @@ e.phrase) AS exact
           FROM (SELECT DISTINCT ON (chunk_id) * FROM ({matches}
           ) partition_matches ORDER BY chunk_id) m
-          ORDER BY text_rank DESC, m.chunk_id
+          ORDER BY exact DESC, text_rank DESC, m.chunk_id
           LIMIT %(candidates)s) ranked
 )"""
+# Okapi BM25 (Lucene's idf, which is never negative) over the question's words. The statistics are read for
+# the question's lexemes only, from the rows of kb.lexeme_stats and kb.text_stats this role may read (sql/008):
+# exactly the partitions the leg ranks, so they say nothing about chunks above the role's ceiling. A word's
+# df can only exceed the chunk count if the statistics were not kept (a bulk load): greatest() keeps the idf
+# defined, and a missing average length makes every chunk average.
+_BM25_STATS = """
+corpus AS (
+    SELECT coalesce(sum(chunks), 0)::float8 AS n,
+           coalesce(sum(terms)::float8 / nullif(sum(chunks), 0), 1.0) AS avgdl
+    FROM kb.text_stats
+),
+word_weights AS (
+    SELECT q.word, ln(1.0 + (greatest(corpus.n, f.df) - f.df + 0.5) / (f.df + 0.5)) AS idf
+    FROM query CROSS JOIN LATERAL unnest(query.lexemes, query.words) AS q(lexeme, word)
+    CROSS JOIN corpus
+    CROSS JOIN LATERAL (SELECT coalesce(sum(s.chunks), 0)::float8 AS df
+                        FROM kb.lexeme_stats s WHERE s.lexeme = q.lexeme) f
+)"""
+_BM25_RANK = """(SELECT sum(ww.idf * tf.tf * (%(k1)s + 1.0)
+                          / (tf.tf + %(k1)s * (1.0 - %(b)s + %(b)s * m.terms / (SELECT avgdl FROM corpus))))
+                  FROM word_weights ww
+                  CROSS JOIN LATERAL (SELECT ts_rank_cd(%(tf_weights)s::float4[], m.tsv, ww.word)
+                                             * %(tf_scale)s AS tf) tf)"""
 _FUSE_AND_FETCH = """
 fused AS (
     SELECT chunk_id, classification,
-           sum(1.0 / (%(rrf_k)s + rank)) AS score,
+           sum(CASE WHEN leg = 'vector' THEN %(vector_weight)s ELSE %(text_weight)s END / (%(rrf_k)s + rank)
+               + CASE WHEN rank = 1 THEN %(first_bonus)s ELSE 0 END
+               + %(identifier_bonus)s * exact) AS score,
            min(rank) FILTER (WHERE leg = 'vector') AS vector_rank,
            min(rank) FILTER (WHERE leg = 'text') AS text_rank
-    FROM (SELECT chunk_id, classification, rank, 'vector' AS leg FROM vector_hits
+    FROM (SELECT chunk_id, classification, rank, 'vector' AS leg, 0 AS exact FROM vector_hits
           UNION ALL
-          SELECT chunk_id, classification, rank, 'text' AS leg FROM text_hits) legs
+          SELECT chunk_id, classification, rank, 'text' AS leg, exact FROM text_hits) legs
     GROUP BY chunk_id, classification
 ),
+-- A table's row groups and the chunk holding the whole table share a key (sql: metadata rows_of, from the
+-- chunker): only the best-scoring of them is shown, so a result never repeats a table's rows.
 top AS (
-    SELECT * FROM fused ORDER BY score DESC, chunk_id LIMIT %(limit)s
+    SELECT * FROM (SELECT DISTINCT ON (c.doc_id, coalesce((c.metadata->>'rows_of')::int, c.ordinal)) f.*
+                   FROM fused f
+                   JOIN kb.searchable_chunks c ON c.chunk_id = f.chunk_id AND c.classification = f.classification
+                   ORDER BY c.doc_id, coalesce((c.metadata->>'rows_of')::int, c.ordinal), f.score DESC, f.chunk_id
+                  ) one_per_table
+    ORDER BY score DESC, chunk_id LIMIT %(limit)s
 )
 SELECT d.doc_code, d.title, d.version, d.effective_date, d.department, c.section_path, c.anchor,
        c.content, t.score::float8, t.vector_rank, t.text_rank, c.injection_suspect, c.injection_rule
@@ -130,20 +222,25 @@ ORDER BY t.score DESC, t.chunk_id
 # How the query text becomes a tsquery. websearch_to_tsquery joins the words with AND, so a question in
 # plain language often matches no chunk at all (golden set: full-text recall@5 0.10); the OR form (each
 # stemmed word of the question, stop words dropped, joined with |) finds the chunks that share its words.
-# Ranked by ts_rank (how often the words occur) rather than ts_rank_cd (how close together they are),
-# since the words of an OR query need not be near each other. evals/report.md has the measurements.
+# Ranked by Okapi BM25: ts_rank counts how often the words occur, with no inverse document frequency and
+# no length normalisation, so a common word weighed as much as a rare, decisive one (NPL full-text MAP
+# 0.228 with ts_rank; evals/report.md has the measurements). ts_rank and ts_rank_cd remain for the ablations.
 # A query with no words left (only stop words) gives a NULL tsquery, which matches nothing.
 TEXT_QUERY = "or"
-TEXT_RANK = "ts_rank"
-TEXT_RANKS = ("ts_rank", "ts_rank_cd")
+TEXT_RANK = "bm25"
+TEXT_RANKS = ("bm25", "ts_rank", "ts_rank_cd")
 TEXT_QUERIES = {
     "websearch": "websearch_to_tsquery('english', %(text)s)",
     "or": "string_agg(quote_literal(lexeme), ' | ')::tsquery",
 }
 # The question's words (stemmed, stop words dropped), each its own tsquery, and each word's share of the cap.
 _QUERY_WORDS = """query AS (
-    SELECT {tsq} AS tsq, array_agg(quote_literal(lexeme)::tsquery) AS words,
-           ceil(%(match_cap)s::float8 / nullif(count(*), 0))::int AS per_word
+    SELECT {tsq} AS tsq, array_agg(lexeme) AS lexemes, array_agg(quote_literal(lexeme)::tsquery) AS words,
+           ceil(%(match_cap)s::float8 / nullif(count(*), 0))::int AS per_word,
+           (SELECT coalesce(array_agg(p), '{{}}') FROM unnest(%(identifiers)s::text[]) i,
+                   phraseto_tsquery('english', i) p WHERE numnode(p) > 0) AS exact,
+           (SELECT coalesce(array_agg(doc_id), '{{}}') FROM kb.documents
+            WHERE doc_code = ANY(%(identifiers)s::text[]) AND status = 'effective') AS named_documents
     FROM unnest(to_tsvector('english', %(text)s)) AS words(lexeme)
 )"""
 
@@ -154,6 +251,7 @@ def hybrid_sql(
     with_text: bool = True,
     text_query: str = TEXT_QUERY,
     text_rank: str = TEXT_RANK,
+    with_identifiers: bool = True,
     as_of: bool = False,
 ) -> str:
     """The statement; a leg turned off is an empty set (degraded mode, and the evals' ablations). With
@@ -163,20 +261,59 @@ def hybrid_sql(
     query = _QUERY_WORDS.format(tsq=TEXT_QUERIES[text_query])
     # The OR form shares the cap out among the words; the websearch (AND) form caps the whole query's matches.
     per_partition = _WORD_MATCHES if text_query == "or" else _QUERY_MATCHES
+    if with_identifiers:
+        per_partition += "\n          UNION ALL" + _IDENTIFIER_MATCHES
     current = _CURRENT_AS_OF.format(c="c.") if as_of else _CURRENT
     partitions = [per_partition.format(partition=p, current=current) for p in PARTITIONS]
     if as_of:
         partitions.append(_EARLIER_MATCHES.format(earlier=_EARLIER_AS_OF))
     matches = "\n          UNION ALL".join(partitions)
-    text_leg = _TEXT_LEG.format(rank=text_rank, matches=matches) if with_text else _NO_TEXT_LEG
+    legs = [query]
+    if with_text and text_rank == "bm25":
+        legs.append(_BM25_STATS)
+        rank = _BM25_RANK
+    else:
+        rank = f"{text_rank}(m.tsv, (SELECT tsq FROM query))"
+    text_leg = _TEXT_LEG.format(rank=rank, matches=matches) if with_text else _NO_TEXT_LEG
     if not with_vector:
         vector_leg = _NO_VECTOR_LEG
     elif as_of:
         vector_leg = _VECTOR_LEG_AS_OF.format(current=_CURRENT_AS_OF.format(c=""), earlier=_EARLIER_AS_OF)
     else:
         vector_leg = _VECTOR_LEG.format(current=_CURRENT)
-    legs = [*([_IN_FORCE] if as_of else []), query, vector_leg, text_leg]
-    return "WITH " + ",".join(legs) + "," + _FUSE_AND_FETCH
+    legs += [vector_leg, text_leg]
+    return "WITH " + ",".join([*([_IN_FORCE] if as_of else []), *legs]) + "," + _FUSE_AND_FETCH
+
+
+def statement_params(
+    *,
+    text: str,
+    vector: np.ndarray | None,
+    departments: list[str] | None,
+    limit: int,
+    candidates: int = CANDIDATES,
+    match_cap: int = MATCH_CAP,
+    fusion: Fusion = DEFAULT_FUSION,
+    bm25: Bm25 = DEFAULT_BM25,
+    find_identifiers: bool = True,
+) -> dict[str, object]:
+    """Every parameter the statement names (`find_identifiers` False: the evals' ablation)."""
+    return {
+        "text": text,
+        "vector": vector,
+        "departments": departments,
+        "candidates": candidates,
+        "match_cap": match_cap,
+        "limit": limit,
+        "rrf_k": fusion.rrf_k,
+        "vector_weight": fusion.vector_weight,
+        "text_weight": fusion.text_weight,
+        "first_bonus": fusion.first_bonus,
+        "identifier_bonus": fusion.identifier_bonus,
+        "identifiers": identifiers_in(text) if find_identifiers else [],
+        "as_of": None,
+        **bm25.params(),
+    }
 
 
 @dataclass(frozen=True)
@@ -215,20 +352,25 @@ async def hybrid_search(
     text_query: str = TEXT_QUERY,
     text_rank: str = TEXT_RANK,
     with_text: bool = True,
+    fusion: Fusion = DEFAULT_FUSION,
+    bm25: Bm25 = DEFAULT_BM25,
+    find_identifiers: bool = True,
     as_of: date | None = None,
 ) -> list[Hit]:
     """Run the hybrid query as `role` in one round trip; `vector` None runs the full-text leg alone. With
     `as_of`, each document answers with its version in force on that date."""
-    params = {
-        "text": text,
-        "vector": vector,
-        "departments": departments,
-        "candidates": candidates,
-        "match_cap": match_cap,
-        "rrf_k": RRF_K,
-        "limit": limit,
-        "as_of": as_of,
-    }
+    params = statement_params(
+        text=text,
+        vector=vector,
+        departments=departments,
+        limit=limit,
+        candidates=candidates,
+        match_cap=match_cap,
+        fusion=fusion,
+        bm25=bm25,
+        find_identifiers=find_identifiers,
+    )
+    params["as_of"] = as_of
     async with reader_transaction(conn, role, ef_search=ef_search) as tx:
         statement = hybrid_sql(
             with_vector=vector is not None,

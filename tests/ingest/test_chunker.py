@@ -48,7 +48,8 @@ def test_a_table_under_1200_tokens_stays_whole_even_when_longer_than_a_chunk():
     rows = tuple((f"R{n:02d}", f"Threshold of ${n},000 for scenario {n} over a window of {n} days") for n in range(40))
     table = Table((("Rule", "Threshold"), *rows))
     chunks = chunk_document(document_with(Heading(2, "4. Thresholds"), Paragraph("Intro."), table))
-    table_chunks = [c for c in chunks if "| Rule | Threshold |" in c.content]
+    # The whole table's chunk (its row groups, indexed besides it, are the next test's subject).
+    table_chunks = [c for c in chunks if "| Rule | Threshold |" in c.content and c.rows_of is None]
     assert len(table_chunks) == 1
     assert 600 < table_chunks[0].token_count < 1200
     assert all(f"R{n:02d}" in table_chunks[0].content for n in range(40))
@@ -56,11 +57,34 @@ def test_a_table_under_1200_tokens_stays_whole_even_when_longer_than_a_chunk():
 
 def test_a_table_over_1200_tokens_is_split_by_rows_under_a_repeated_header_row():
     rows = tuple((f"R{n:03d}", f"Threshold of ${n},000 for scenario {n} over a window of {n} days") for n in range(150))
-    chunks = chunk_document(document_with(Heading(2, "4. Thresholds"), Table((("Rule", "Threshold"), *rows))))
+    everything = chunk_document(document_with(Heading(2, "4. Thresholds"), Table((("Rule", "Threshold"), *rows))))
+    chunks = [c for c in everything if c.rows_of is None]  # the table's parts, without their row groups
     assert len(chunks) >= 3
     assert all(c.content.startswith("| Rule | Threshold |") for c in chunks)
     found = [line.split("|")[1].strip() for c in chunks for line in c.content.splitlines()[2:]]
     assert found == [f"R{n:03d}" for n in range(150)]  # every row once, in order
+
+
+def test_a_table_of_many_rows_is_also_indexed_as_small_row_groups_citing_its_section():
+    rows = tuple((f"MCC {n}", "allowed" if n % 2 else "blocked") for n in range(5000, 5015))
+    table = Table((("Merchant category", "Status"), *rows))
+    chunks = chunk_document(document_with(Heading(2, "5. Merchant Categories"), Paragraph("Intro."), table))
+    whole = [c for c in chunks if c.rows_of is None]
+    groups = [c for c in chunks if c.rows_of is not None]
+    assert len(whole) == 1 and all(f"MCC {n}" in whole[0].content for n in range(5000, 5015))
+    assert len(groups) == 5
+    assert all(g.rows_of == whole[0].ordinal for g in groups)
+    assert all(g.section_path == "5. Merchant Categories" and g.anchor == "5" for g in groups)
+    assert all(g.content.startswith("| Merchant category | Status |") for g in groups)
+    in_groups = [line.split("|")[1].strip() for g in groups for line in g.content.splitlines()[2:]]
+    assert in_groups == [f"MCC {n}" for n in range(5000, 5015)]  # every row in exactly one group
+    assert [c.ordinal for c in chunks] == list(range(len(chunks)))
+
+
+def test_a_short_table_gets_no_row_groups():
+    table = Table((("Tier", "Limit"), ("1", "$500"), ("2", "$2,000"), ("3", "$10,000")))
+    chunks = chunk_document(document_with(Heading(2, "2. Limits"), table))
+    assert [c.rows_of for c in chunks] == [None]
 
 
 def test_the_embedded_text_carries_the_contextual_prefix_and_the_stored_content_does_not():

@@ -20,7 +20,7 @@ from kb_core.db.embedded import EmbeddedPostgres
 from kb_core.db.embedding_space import EmbeddingSpace
 from kb_core.db.migrations import migrate
 from kb_core.roles import Role
-from kb_server.search import hybrid_sql
+from kb_server.search import hybrid_sql, statement_params
 
 SPEC = SyntheticCorpus(chunks=32_000, dimensions=32)
 
@@ -57,15 +57,7 @@ def plan(conninfo: str, role: Role, statement: str, params: dict) -> str:  # typ
 
 
 def params(text: str) -> dict:  # type: ignore[type-arg]
-    return {
-        "text": text,
-        "vector": query_vectors(SPEC, 1)[0],
-        "departments": None,
-        "match_cap": 2000,
-        "candidates": 50,
-        "rrf_k": 60,
-        "limit": 8,
-    }
+    return statement_params(text=text, vector=query_vectors(SPEC, 1)[0], departments=None, limit=8)
 
 
 def test_the_migrations_run_as_an_owner_who_is_not_a_superuser(managed_like):

@@ -1,0 +1,67 @@
+"""The runs of `poe eval`: the served default first, then one row per change it is made of (or undoes), so
+every choice shows what it bought. The keyword arguments are those of evals.retrieval.run_questions and
+evals.vaswani.run; `no_prefix` reads the database built without the contextual prefix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kb_server.search import DEFAULT_BM25, DEFAULT_FUSION, RRF_K, Bm25, Fusion
+
+LLD_FUSION = Fusion(RRF_K, 1.0, 1.0, 0.0)
+PLAIN_BM25 = Bm25(1.2, 0.75, 1.0)  # rank_bm25's defaults, no title weight
+
+
+def golden_runs() -> dict[str, dict[str, Any]]:
+    runs: dict[str, dict[str, Any]] = {
+        "hybrid (default)": {},
+        "hybrid, ts_rank text leg (before BM25)": {"text_rank": "ts_rank"},
+        "hybrid, no identifier path": {"find_identifiers": False},
+        "hybrid, BM25 k1 1.2 b 0.75, no title weight": {"bm25": PLAIN_BM25},
+        "hybrid, LLD text leg (websearch AND, ts_rank_cd)": {"text_query": "websearch", "text_rank": "ts_rank_cd"},
+        "vector only": {"mode": "vector"},
+        "full text only (OR, BM25)": {"mode": "text"},
+        "full text only (OR, BM25 k1 1.2 b 0.75, no title weight)": {"mode": "text", "bm25": PLAIN_BM25},
+        "full text only (OR, ts_rank)": {"mode": "text", "text_rank": "ts_rank"},
+        "full text only (OR, ts_rank_cd)": {"mode": "text", "text_rank": "ts_rank_cd"},
+        "full text only (websearch AND, ts_rank_cd)": {
+            "mode": "text",
+            "text_query": "websearch",
+            "text_rank": "ts_rank_cd",
+        },
+        "hybrid, no contextual prefix": {"no_prefix": True},
+        "vector only, no contextual prefix": {"mode": "vector", "no_prefix": True},
+    }
+    if DEFAULT_FUSION != LLD_FUSION:
+        runs["hybrid, LLD fusion (RRF k 60, equal weights)"] = {"fusion": LLD_FUSION}
+    if DEFAULT_BM25 == PLAIN_BM25:
+        del runs["hybrid, BM25 k1 1.2 b 0.75, no title weight"]
+        del runs["full text only (OR, BM25 k1 1.2 b 0.75, no title weight)"]
+    return runs
+
+
+NPL: dict[str, dict[str, Any]] = {
+    "full text only (OR, BM25)": {"mode": "text", "text_query": "or", "text_rank": "bm25"},
+    "full text only (OR, BM25 k1 1.2 b 0.75, no title weight)": {
+        "mode": "text",
+        "text_query": "or",
+        "text_rank": "bm25",
+        "bm25": PLAIN_BM25,
+    },
+    "full text only (OR, ts_rank)": {"mode": "text", "text_query": "or", "text_rank": "ts_rank"},
+    "full text only (websearch AND, ts_rank_cd)": {
+        "mode": "text",
+        "text_query": "websearch",
+        "text_rank": "ts_rank_cd",
+    },
+    "vector only": {"mode": "vector", "text_query": "or", "text_rank": "bm25"},
+    "hybrid (default)": {"mode": "hybrid", "text_query": "or", "text_rank": "bm25"},
+    "hybrid, ts_rank text leg (before BM25)": {"mode": "hybrid", "text_query": "or", "text_rank": "ts_rank"},
+    "hybrid, LLD fusion (RRF k 60, equal weights)": {
+        "mode": "hybrid",
+        "text_query": "or",
+        "text_rank": "bm25",
+        "fusion": LLD_FUSION,
+    },
+    "hybrid, LLD text leg": {"mode": "hybrid", "text_query": "websearch", "text_rank": "ts_rank_cd"},
+}

@@ -1,0 +1,192 @@
+"""`python -m evals.tune`: choose BM25's parameters and the fusion on the development split only.
+
+Reads the databases `python -m evals.run` built (eval_corpus, eval_vaswani; run it first). Every variant is
+measured on the development golden questions and the development NPL queries (evals/split.py) and written
+to evals/tuning.md; the held-out parts are not read here. The fusion variants fuse each leg's own ranking
+(computed once per question, through the served query) with the same formula the SQL uses, so the grid is
+cheap; the chosen variant is then run through the SQL itself by `python -m evals.run`.
+
+    python -m evals.tune                 # BM25 grid, then the fusion grid
+    python -m evals.tune --skip-bm25     # the fusion grid only
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from evals import vaswani
+from evals.golden import GoldenQuestion, load_golden
+from evals.metrics import Ranked, mean, recall_at, reciprocal_rank
+from evals.retrieval import run_questions
+from evals.split import golden_part, npl_part
+from kb_core.db.embedded import EmbeddedPostgres
+from kb_core.embedders.local import LocalEmbedder
+from kb_server.search import DEFAULT_BM25, Bm25, Fusion
+
+REPO = Path(__file__).resolve().parents[1]
+STATE = REPO / ".kb-eval"
+
+K1S = (0.9, 1.2, 1.5, 2.0)
+BS = (0.3, 0.5, 0.75, 0.9)
+TITLE_WEIGHTS = (1.0, 2.0)
+RRF_KS = (10, 20, 30, 40, 60, 80, 100)
+TEXT_WEIGHTS = (0.5, 0.75, 1.0, 1.25, 1.5)
+FIRST_BONUSES = (0.0, 0.005, 0.01, 0.02)
+
+
+def objective(measured: dict[str, float]) -> float | None:
+    """What the choice maximises: golden dev MRR and NPL dev MAP, weighed alike (None until both are measured)."""
+    if "golden_mrr" not in measured or "npl_map" not in measured:
+        return None
+    return measured["golden_mrr"] + measured["npl_map"]
+
+
+def best(grid: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    scored = [v for v in grid.values() if objective(v) is not None]
+    return max(scored, key=lambda v: objective(v) or 0.0) if scored else None
+
+
+def fuse(legs: dict[str, list[Any]], fusion: Fusion, depth: int) -> list[Any]:
+    """The SQL's fusion (src/kb_server/search.py), over each leg's ranked keys."""
+    weights = {"vector": fusion.vector_weight, "text": fusion.text_weight}
+    scores: dict[Any, float] = {}
+    best: dict[Any, int] = {}
+    for leg, ranked in legs.items():
+        for rank, key in enumerate(ranked, start=1):
+            bonus = fusion.first_bonus if rank == 1 else 0.0
+            scores[key] = scores.get(key, 0.0) + weights[leg] / (fusion.rrf_k + rank) + bonus
+            best[key] = min(best.get(key, rank), rank)
+    return sorted(scores, key=lambda key: (-scores[key], best[key]))[:depth]
+
+
+def golden_scores(questions: Sequence[GoldenQuestion], ranked: dict[str, list[Ranked]]) -> tuple[float, float]:
+    scored = [q for q in questions if q.answerable]
+    return (
+        mean([recall_at(ranked[q.id], q.expected, 5) for q in scored]),
+        mean([reciprocal_rank(ranked[q.id], q.expected) for q in scored]),
+    )
+
+
+async def golden_legs(server: str, embedder, questions, bm25: Bm25, vectors) -> dict[str, dict[str, list]]:
+    """Per question, each leg's 50 candidates in order, as keys a fusion can combine."""
+    out: dict[str, dict[str, list]] = {q.id: {} for q in questions}
+    for mode in ("vector", "text"):
+        run = await run_questions(server, embedder, questions, mode=mode, k=50, bm25=bm25, vectors=vectors)
+        for outcome in run.outcomes:
+            out[outcome.question.id][mode] = [(h.doc_code, h.version, h.section_path, h.content) for h in outcome.hits]
+    return out
+
+
+def npl_legs(server: str, embedder, collection, ids, bm25: Bm25, vectors) -> dict[str, dict[str, list]]:
+    out: dict[str, dict[str, list]] = {qid: {} for qid in ids}
+    for mode in ("vector", "text"):
+        rankings = asyncio.run(
+            vaswani.run(
+                server,
+                embedder,
+                collection,
+                mode=mode,
+                text_query="or",
+                text_rank="bm25",
+                query_ids=ids,
+                bm25=bm25,
+                vectors=vectors,
+            )
+        )
+        for qid, ranked in rankings.items():
+            out[qid][mode] = ranked
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--skip-bm25", action="store_true")
+    parser.add_argument("--skip-fusion", action="store_true")
+    parser.add_argument("--parts", default="golden,npl", help="which development sets to measure")
+    args = parser.parse_args(argv)
+    parts = set(args.parts.split(","))
+    from psycopg import conninfo
+
+    superuser = EmbeddedPostgres(STATE).start()
+    corpus_server = conninfo.make_conninfo(superuser, dbname="eval_corpus", user="kb_server", password="")
+    npl_server = conninfo.make_conninfo(superuser, dbname="eval_vaswani", user="kb_server", password="")
+    model = LocalEmbedder()
+    model.load()
+    dev = golden_part(load_golden(), "dev")
+    collection = vaswani.load()
+    npl_dev = [qid for qid in npl_part(collection.queries, "dev") if qid in collection.qrels]
+    out_path = REPO / "evals" / "tuning.json"
+    results: dict[str, Any] = json.loads(out_path.read_text()) if out_path.exists() else {}
+    results["split"] = {"golden_dev_questions": len(dev), "npl_dev_queries": len(npl_dev)}
+
+    def save() -> None:
+        out_path.write_text(json.dumps(results, indent=1) + "\n")
+
+    if not args.skip_bm25:
+        grid = results.setdefault("bm25", {})
+        for k1, b, title in itertools.product(K1S, BS, TITLE_WEIGHTS):
+            bm25 = Bm25(k1, b, title)
+            entry = grid.setdefault(json.dumps(asdict(bm25)), {"bm25": asdict(bm25)})
+            if "golden" in parts:
+                run = asyncio.run(run_questions(corpus_server, model, dev, mode="text", bm25=bm25))
+                entry.update(golden_recall_at_5=run.overall.recall_at_5, golden_mrr=run.overall.mrr)
+            if "npl" in parts:
+                rankings = asyncio.run(
+                    vaswani.run(
+                        npl_server,
+                        model,
+                        collection,
+                        mode="text",
+                        text_query="or",
+                        text_rank="bm25",
+                        query_ids=npl_dev,
+                        bm25=bm25,
+                    )
+                )
+                entry["npl_map"] = vaswani.measures(rankings, collection.qrels, npl_dev)["MAP"]
+            entry["objective"] = objective(entry)
+            print(json.dumps(entry), flush=True)
+            save()
+        chosen = best(grid)
+        results["bm25_best"] = chosen["bm25"] if chosen else None
+        save()
+
+    if args.skip_fusion:
+        return 0
+    bm25 = Bm25(**(results.get("bm25_best") or asdict(DEFAULT_BM25)))
+    grid = results.setdefault("fusion", {})
+    golden = npl = None
+    if "golden" in parts:
+        golden_vectors = {q.id: model.embed_query(q.question) for q in dev}
+        golden = asyncio.run(golden_legs(corpus_server, model, dev, bm25, golden_vectors))
+    if "npl" in parts:
+        npl_vectors = {qid: model.embed_query(collection.queries[qid]) for qid in npl_dev}
+        npl = npl_legs(npl_server, model, collection, npl_dev, bm25, npl_vectors)
+    for rrf_k, text_weight, bonus in itertools.product(RRF_KS, TEXT_WEIGHTS, FIRST_BONUSES):
+        fusion = Fusion(rrf_k, 1.0, text_weight, bonus)
+        entry = grid.setdefault(json.dumps(asdict(fusion)), {"fusion": asdict(fusion)})
+        entry["bm25"] = asdict(bm25)
+        if golden is not None:
+            ranked = {qid: [Ranked(key[0], key[2]) for key in fuse(legs, fusion, 10)] for qid, legs in golden.items()}
+            entry["golden_recall_at_5"], entry["golden_mrr"] = golden_scores(dev, ranked)
+        if npl is not None:
+            fused = {qid: fuse(legs, fusion, vaswani.DEPTH) for qid, legs in npl.items()}
+            entry["npl_map"] = vaswani.measures(fused, collection.qrels, npl_dev)["MAP"]
+        entry["objective"] = objective(entry)
+    chosen = best(grid)
+    results["fusion_best"] = chosen["fusion"] if chosen else None
+    save()
+    print(json.dumps({"bm25_best": results.get("bm25_best"), "fusion_best": results["fusion_best"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

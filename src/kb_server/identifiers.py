@@ -1,0 +1,28 @@
+"""Identifiers a question names: document codes, error and alert codes, API paths, operationIds, HTTP headers
+and field names. Search looks each one up as an exact token sequence (phraseto_tsquery of the identifier,
+which the text parser splits exactly as it split the document), and a chunk holding one (or of the document
+a code names) is ranked above the chunks that only share the question's words: a user who types `SCR-E210`
+wants the chunk that says SCR-E210, not the ones that say "screening" most often."""
+
+from __future__ import annotations
+
+import re
+
+# Each alternative is one kind; all are anchored on word boundaries so a plain word never matches.
+_KINDS = {
+    "document code": r"\b[A-Z]{3}-[A-Z]{3}-\d{3,6}\b",
+    "error code": r"\b[A-Z][A-Z0-9]{1,9}-[A-Z]?\d{2,5}\b",
+    "API path": r"(?<![\w/])/(?:[A-Za-z0-9_.{}-]+/?)*[A-Za-z{][A-Za-z0-9_.{}-]*",
+    "operationId": r"\b[a-z]+(?:[A-Z][a-z0-9]+)+\b",
+    "alert or type name": r"\b[A-Z][A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9]*\b",
+    "header": r"\b(?:X-[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*|[A-Z][a-z]+(?:-[A-Z][a-z]+)+)\b",
+    "field name": r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b",
+}
+_PATTERN = re.compile("|".join(f"(?:{p})" for p in _KINDS.values()))
+MAX_IDENTIFIERS = 8  # a pasted log line should not become a hundred lookups
+
+
+def identifiers_in(question: str) -> list[str]:
+    """The identifiers `question` names, in order, each once."""
+    found = dict.fromkeys(m.group(0).rstrip("/.") for m in _PATTERN.finditer(question))
+    return [i for i in found if i][:MAX_IDENTIFIERS]
