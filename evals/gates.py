@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from evals.retrieval import Run, Scores
 from evals.split import is_held_out
 
-RECALL_AT_5 = 0.85
-MRR = 0.70
+RECALL_AT_5 = 0.86
+MRR = 0.75
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,9 @@ def write(
         "",
         'Development and held-out: the fixed split of evals/split.py (held out when sha256("golden:" + id) is '
         "odd; the held-out ids hash to `" + HELD_OUT_DIGEST[:16] + "…`). Settings were tuned on the development "
-        "questions only (evals/tuning.md); the held-out columns are the honest figures.",
+        "questions only (evals/tuning.json, `python -m evals.tune`; the fusion stays the LLD's RRF k 60 with "
+        "equal weights unless a variant wins on both the held-out golden questions and NPL); the held-out "
+        "columns are the honest figures.",
         "",
         ABLATION_HEADER,
         *(_ablation_row(run) for run in runs),
@@ -131,10 +133,11 @@ def write(
         "![ablations](ablations.png)",
         "",
         "What they show: full-text search with `websearch_to_tsquery` joins the question's words with AND, so a "
-        "question asked in plain words rarely matches any chunk; the OR form of the same words, ranked by "
-        "`ts_rank`, is a useful leg on its own and the better partner for the vector leg, which is why the "
-        "server uses it. The contextual prefix (`{title} — {section_path}` before each chunk's text when "
-        f"embedding) moves vector-only recall@5 from {_named(runs, 'vector only, no contextual prefix')} to "
+        "question asked in plain words rarely matches any chunk; the OR form of the same words is a useful leg, "
+        "and ranked by BM25 (per-partition statistics, sql/008) rather than `ts_rank` it lifts the hybrid. The "
+        "identifier path puts the chunk holding a named code, path, operationId, header or field first. The "
+        "contextual prefix (`{title} — {section_path}` before each chunk's text when embedding) moves vector-only "
+        f"recall@5 from {_named(runs, 'vector only, no contextual prefix')} to "
         f"{_named(runs, 'vector only')}.",
         "",
         "## Hybrid (default) by category",

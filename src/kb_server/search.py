@@ -100,27 +100,31 @@ text_hits AS (
 # uncapped to 0.185 that way, against 0.228 with the cap shared out.) Below the cap the ranking is exact.
 PARTITIONS = ("public", "internal", "confidential", "restricted")
 MATCH_CAP = 2000
+RESCORE_FACTOR = 2  # BM25 reads the tsvectors of at most this many times the candidates (see _TEXT_LEG_BM25)
 _WORD_MATCHES = """
-          SELECT word_matches.* FROM unnest((SELECT words FROM query)) AS w(word)
+          SELECT word_matches.*, w.lexeme
+          FROM unnest((SELECT words FROM query), (SELECT lexemes FROM query)) AS w(word, lexeme)
           CROSS JOIN LATERAL (SELECT c.chunk_id, c.classification, c.doc_id, c.tsv, c.terms FROM kb.chunks_{partition} c
                               WHERE c.tsv @@ w.word AND c.{current}
                                 AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
                               LIMIT (SELECT per_word FROM query)) word_matches"""
 _QUERY_MATCHES = """
-          SELECT * FROM (SELECT c.chunk_id, c.classification, c.doc_id, c.tsv, c.terms FROM kb.chunks_{partition} c
+          SELECT * FROM (SELECT c.chunk_id, c.classification, c.doc_id, c.tsv, c.terms, NULL::text AS lexeme
+                         FROM kb.chunks_{partition} c
                          WHERE c.tsv @@ (SELECT tsq FROM query) AND c.{current}
                            AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
                          LIMIT %(match_cap)s) {partition}_matches"""
 # Identifiers the question names (kb_server.identifiers): chunks holding one as an exact token sequence, and
 # chunks of a document whose code it names, join the matches whatever the words' share of the cap.
 _IDENTIFIER_MATCHES = """
-          SELECT exact_matches.* FROM unnest((SELECT exact FROM query)) AS e(phrase)
+          SELECT exact_matches.*, NULL::text FROM unnest((SELECT exact FROM query)) AS e(phrase)
           CROSS JOIN LATERAL (SELECT c.chunk_id, c.classification, c.doc_id, c.tsv, c.terms FROM kb.chunks_{partition} c
                               WHERE c.tsv @@ e.phrase AND c.{current}
                                 AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
                               LIMIT %(candidates)s) exact_matches
           UNION ALL
-          SELECT * FROM (SELECT c.chunk_id, c.classification, c.doc_id, c.tsv, c.terms FROM kb.chunks_{partition} c
+          SELECT * FROM (SELECT c.chunk_id, c.classification, c.doc_id, c.tsv, c.terms, NULL::text AS lexeme
+                         FROM kb.chunks_{partition} c
                          WHERE c.doc_id = ANY((SELECT named_documents FROM query)::bigint[]) AND c.{current}
                            AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
                          LIMIT %(candidates)s) {partition}_named"""
@@ -145,23 +149,69 @@ vector_hits AS (
           ORDER BY distance LIMIT %(candidates)s) nearest
 )"""
 _EARLIER_MATCHES = """
-          SELECT * FROM (SELECT c.chunk_id, c.classification, c.doc_id, c.tsv, c.terms FROM kb.searchable_chunks c
+          SELECT * FROM (SELECT c.chunk_id, c.classification, c.doc_id, c.tsv, c.terms, NULL::text AS lexeme
+                         FROM kb.searchable_chunks c
                          WHERE c.tsv @@ (SELECT tsq FROM query) AND {earlier}
                            AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
                          LIMIT %(match_cap)s) earlier_matches"""
-# `exact` grades how plainly a chunk holds what the question names: 2 when it is of a document whose code the
-# question names, plus 1 when it holds a named identifier as an exact token sequence, plus 1 more when that is
-# in its title or section path (the heading that defines it). It orders the leg before BM25 does.
+# `exact` grades how plainly a chunk holds what the question names: 5 when it is of a document whose code the
+# question names (above any chunk that only cites it); for a named identifier it holds as an exact token
+# sequence, 1, plus 2 when its text has the identifier verbatim (the parser drops `_` and case, so
+# `dti_exceeds_policy` also matches the words "DTI exceeds policy"), plus 1 when it is in its title or section
+# path. It orders the leg before BM25 does, and the fusion adds identifier_bonus per grade.
+_EXACT = """CASE WHEN {m}.doc_id = ANY((SELECT named_documents FROM query)::bigint[]) THEN 5 ELSE 0 END
+                 + CASE WHEN cardinality((SELECT exact FROM query)) = 0 THEN 0 ELSE
+                   (SELECT coalesce(max(1 + CASE WHEN ts_filter({m}.tsv, '{{a}}') @@ e.phrase THEN 1 ELSE 0 END
+                                          + CASE WHEN EXISTS (SELECT FROM kb.searchable_chunks v
+                                                              WHERE v.chunk_id = {m}.chunk_id
+                                                                AND v.classification = {m}.classification
+                                                                AND strpos(v.content, e.identifier) > 0)
+                                                 THEN 2 ELSE 0 END), 0)
+                    FROM unnest((SELECT exact FROM query), (SELECT exact_identifiers FROM query)) e(phrase, identifier)
+                    WHERE {m}.tsv @@ e.phrase) END"""
+# ts_rank and ts_rank_cd (the ablations): every distinct match ranked with the whole tsquery.
 _TEXT_LEG = """
 text_hits AS (
     SELECT chunk_id, classification, row_number() OVER (ORDER BY exact DESC, text_rank DESC, chunk_id) AS rank, exact
-    FROM (SELECT m.chunk_id, m.classification, {rank} AS text_rank,
-                 CASE WHEN m.doc_id = ANY((SELECT named_documents FROM query)::bigint[]) THEN 2 ELSE 0 END
-                 + (SELECT coalesce(max(CASE WHEN ts_filter(m.tsv, '{{a}}') @@ e.phrase THEN 2 ELSE 1 END), 0)
-                    FROM unnest((SELECT exact FROM query)) e(phrase) WHERE m.tsv @@ e.phrase) AS exact
+    FROM (SELECT m.chunk_id, m.classification, {rank}(m.tsv, (SELECT tsq FROM query)) AS text_rank,
+                 {exact} AS exact
           FROM (SELECT DISTINCT ON (chunk_id) * FROM ({matches}
           ) partition_matches ORDER BY chunk_id) m
           ORDER BY exact DESC, text_rank DESC, m.chunk_id
+          LIMIT %(candidates)s) ranked
+)"""
+# BM25 in two steps. First each match gets the summed idf of the words that brought it, without reading its
+# tsvector (which costs a decompression each time): the matches know which word found them. The RESCORE best
+# by that sum (and every chunk an identifier brought) are then scored by BM25 proper, which reads each one's
+# tsvector once per word for its weighted term frequency. Below RESCORE matches the ranking is exact; above,
+# a chunk that shares only the question's commonest words with it may be left out, as the cap already does.
+_TEXT_LEG_BM25 = """
+text_hits AS (
+    SELECT chunk_id, classification, row_number() OVER (ORDER BY exact DESC, text_rank DESC, chunk_id) AS rank, exact
+    FROM (SELECT p.chunk_id, p.classification, p.exact,
+                 sum(ww.idf * tf.tf * (%(k1)s + 1.0)
+                     / nullif(tf.tf + %(k1)s * (1.0 - %(b)s + %(b)s * p.terms / corpus.avgdl), 0)) AS text_rank
+          FROM (SELECT s.chunk_id, s.classification, s.terms, s.tsv, {exact} AS exact
+                FROM (SELECT g.chunk_id, g.classification, g.doc_id, g.terms, v.tsv
+                      FROM (SELECT chunk_id, classification, min(doc_id) AS doc_id, min(terms) AS terms,
+                                   bool_or(lexeme IS NULL) AS by_identifier, coalesce(sum(ww.idf), 0) AS prescore
+                            FROM ({matches}
+                            ) partition_matches LEFT JOIN word_weights ww USING (lexeme)
+                            GROUP BY chunk_id, classification
+                            ORDER BY by_identifier DESC, prescore DESC, chunk_id
+                            LIMIT %(rescore)s) g
+                      -- setweight with no lexemes is a plain copy: the tsvector is decompressed once here, not
+                      -- once per word below (OFFSET 0 keeps the planner from inlining it into each use).
+                      CROSS JOIN LATERAL (SELECT setweight(v.tsv, 'b', '{{}}') AS tsv FROM kb.searchable_chunks v
+                                          WHERE v.chunk_id = g.chunk_id AND v.classification = g.classification
+                                          OFFSET 0) v
+                     ) s
+               ) p
+          CROSS JOIN word_weights ww
+          CROSS JOIN corpus
+          CROSS JOIN LATERAL (SELECT ts_rank_cd(%(tf_weights)s::float4[], p.tsv, ww.word) * %(tf_scale)s AS tf) tf
+          GROUP BY p.chunk_id, p.classification, p.exact
+          ORDER BY p.exact DESC, text_rank DESC NULLS LAST, p.chunk_id
           LIMIT %(candidates)s) ranked
 )"""
 # Okapi BM25 (Lucene's idf, which is never negative) over the question's words. The statistics are read for
@@ -176,17 +226,12 @@ corpus AS (
     FROM kb.text_stats
 ),
 word_weights AS (
-    SELECT q.word, ln(1.0 + (greatest(corpus.n, f.df) - f.df + 0.5) / (f.df + 0.5)) AS idf
+    SELECT q.lexeme, q.word, ln(1.0 + (greatest(corpus.n, f.df) - f.df + 0.5) / (f.df + 0.5)) AS idf
     FROM query CROSS JOIN LATERAL unnest(query.lexemes, query.words) AS q(lexeme, word)
     CROSS JOIN corpus
     CROSS JOIN LATERAL (SELECT coalesce(sum(s.chunks), 0)::float8 AS df
                         FROM kb.lexeme_stats s WHERE s.lexeme = q.lexeme) f
 )"""
-_BM25_RANK = """(SELECT sum(ww.idf * tf.tf * (%(k1)s + 1.0)
-                          / (tf.tf + %(k1)s * (1.0 - %(b)s + %(b)s * m.terms / (SELECT avgdl FROM corpus))))
-                  FROM word_weights ww
-                  CROSS JOIN LATERAL (SELECT ts_rank_cd(%(tf_weights)s::float4[], m.tsv, ww.word)
-                                             * %(tf_scale)s AS tf) tf)"""
 _FUSE_AND_FETCH = """
 fused AS (
     SELECT chunk_id, classification,
@@ -203,10 +248,14 @@ fused AS (
 -- A table's row groups and the chunk holding the whole table share a key (sql: metadata rows_of, from the
 -- chunker): only the best-scoring of them is shown, so a result never repeats a table's rows.
 top AS (
-    SELECT * FROM (SELECT DISTINCT ON (c.doc_id, coalesce((c.metadata->>'rows_of')::int, c.ordinal)) f.*
+    SELECT * FROM (SELECT DISTINCT ON (c.doc_id, c.table_key) f.*
                    FROM fused f
-                   JOIN kb.searchable_chunks c ON c.chunk_id = f.chunk_id AND c.classification = f.classification
-                   ORDER BY c.doc_id, coalesce((c.metadata->>'rows_of')::int, c.ordinal), f.score DESC, f.chunk_id
+                   -- one primary-key lookup per fused chunk (OFFSET 0: never a scan of every chunk to join)
+                   CROSS JOIN LATERAL (SELECT c.doc_id, coalesce((c.metadata->>'rows_of')::int, c.ordinal) AS table_key
+                                       FROM kb.searchable_chunks c
+                                       WHERE c.chunk_id = f.chunk_id AND c.classification = f.classification
+                                       OFFSET 0) c
+                   ORDER BY c.doc_id, c.table_key, f.score DESC, f.chunk_id
                   ) one_per_table
     ORDER BY score DESC, chunk_id LIMIT %(limit)s
 )
@@ -237,8 +286,12 @@ TEXT_QUERIES = {
 _QUERY_WORDS = """query AS (
     SELECT {tsq} AS tsq, array_agg(lexeme) AS lexemes, array_agg(quote_literal(lexeme)::tsquery) AS words,
            ceil(%(match_cap)s::float8 / nullif(count(*), 0))::int AS per_word,
-           (SELECT coalesce(array_agg(p), '{{}}') FROM unnest(%(identifiers)s::text[]) i,
-                   phraseto_tsquery('english', i) p WHERE numnode(p) > 0) AS exact,
+           (SELECT coalesce(array_agg(p ORDER BY n), '{{}}')
+            FROM unnest(%(identifiers)s::text[]) WITH ORDINALITY i(i, n), phraseto_tsquery('english', i) p
+            WHERE numnode(p) > 0) AS exact,
+           (SELECT coalesce(array_agg(i ORDER BY n), '{{}}')
+            FROM unnest(%(identifiers)s::text[]) WITH ORDINALITY i(i, n), phraseto_tsquery('english', i) p
+            WHERE numnode(p) > 0) AS exact_identifiers,
            (SELECT coalesce(array_agg(doc_id), '{{}}') FROM kb.documents
             WHERE doc_code = ANY(%(identifiers)s::text[]) AND status = 'effective') AS named_documents
     FROM unnest(to_tsvector('english', %(text)s)) AS words(lexeme)
@@ -269,12 +322,13 @@ def hybrid_sql(
         partitions.append(_EARLIER_MATCHES.format(earlier=_EARLIER_AS_OF))
     matches = "\n          UNION ALL".join(partitions)
     legs = [query]
-    if with_text and text_rank == "bm25":
+    if not with_text:
+        text_leg = _NO_TEXT_LEG
+    elif text_rank == "bm25":
         legs.append(_BM25_STATS)
-        rank = _BM25_RANK
+        text_leg = _TEXT_LEG_BM25.format(matches=matches, exact=_EXACT.format(m="s"))
     else:
-        rank = f"{text_rank}(m.tsv, (SELECT tsq FROM query))"
-    text_leg = _TEXT_LEG.format(rank=rank, matches=matches) if with_text else _NO_TEXT_LEG
+        text_leg = _TEXT_LEG.format(rank=text_rank, matches=matches, exact=_EXACT.format(m="m"))
     if not with_vector:
         vector_leg = _NO_VECTOR_LEG
     elif as_of:
@@ -312,6 +366,7 @@ def statement_params(
         "identifier_bonus": fusion.identifier_bonus,
         "identifiers": identifiers_in(text) if find_identifiers else [],
         "as_of": None,
+        "rescore": RESCORE_FACTOR * candidates,
         **bm25.params(),
     }
 

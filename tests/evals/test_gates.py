@@ -1,6 +1,7 @@
 """The CI gates (LLD §5): the golden set through the query the MCP tool runs. `make test` fails when
-hybrid recall@5 < 0.85 or MRR < 0.70, or when any role sees any chunk above its ceiling; and the gates
-really do fail when retrieval is broken on purpose."""
+hybrid recall@5 or MRR on the held-out golden questions (evals/split.py) falls below evals/gates.py's
+thresholds, or when any role sees any chunk above its ceiling; and the gates really do fail when retrieval
+is broken on purpose."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The full-text leg ranks by Okapi BM25 from statistics the writer keeps in the chunks' own transaction:
-they always equal a recount of the effective chunks (after ingest, supersede, replace and withdraw), and a
+they always equal a recount of the effective chunks (after ingest, supersede, withdraw and reinstatement), and a
 role reads only the statistics of the classifications it may read."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def without_empty(stats: tuple[set, set]) -> tuple[set, set]:
     return lexemes, {row for row in totals if row[1] != 0}
 
 
-def test_the_statistics_equal_a_recount_after_ingest_supersede_replace_and_withdraw(ingestor, database):
+def test_the_statistics_equal_a_recount_after_ingest_supersede_withdraw_and_reinstate(ingestor, database):
     steps = [
         (markdown_document("CMP-SOP-901"), "file:///c/a-1.md"),
         (markdown_document("FIN-SOP-902", classification="confidential", title="Treasury"), "file:///c/b.md"),
@@ -59,15 +59,23 @@ def test_the_statistics_equal_a_recount_after_ingest_supersede_replace_and_withd
             ),
             "file:///c/a-2.md",
         ),
-        (markdown_document("FIN-SOP-902", classification="confidential", title="Treasury moved"), "file:///c/b.md"),
+        (
+            markdown_document(
+                "FIN-SOP-902", version="2.0", effective_date="2026-03-01", classification="confidential", title="Moved"
+            ),
+            "file:///c/b.md",
+        ),
     ]
     for text, uri in steps:
         ingest(ingestor, text, uri)
         assert without_empty(kept(database.ingest)) == recounted(database.ingest)
     assert any(row[0] == "confidential" for row in kept(database.ingest)[0])
-    ingestor.withdraw("file:///c/b.md")
+    ingestor.withdraw("file:///c/b.md")  # both versions stored from it: kept as withdrawn, out of search
     assert without_empty(kept(database.ingest)) == recounted(database.ingest)
     assert not any(row[0] == "confidential" for row in kept(database.ingest)[0])
+    ingest(ingestor, steps[-1][0], "file:///c/b.md")  # the identical file reinstates its version
+    assert without_empty(kept(database.ingest)) == recounted(database.ingest)
+    assert any(row[0] == "confidential" for row in kept(database.ingest)[0])
 
 
 def test_a_role_reads_the_statistics_of_the_classifications_it_may_read_only(ingestor, database):

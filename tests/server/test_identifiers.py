@@ -42,7 +42,8 @@ CORPUS_IDENTIFIERS = [
     ("what does /v1/payouts/{payout_id}/cancel do?", "/v1/payouts/{payout_id}/cancel", "PAY-API-008"),
     ("which fields does createPayout take?", "createPayout", "PAY-API-008"),
     ("what is X-Request-Id for?", "X-Request-Id", "ENG-API-007"),
-    ("when is dti_exceeds_policy set?", "dti_exceeds_policy", "LND-API-005"),
+    # The API's field, which the credit policy also names verbatim: either chunk holds it.
+    ("when is dti_exceeds_policy set?", "dti_exceeds_policy", None),
 ]
 
 
@@ -69,6 +70,6 @@ async def test_a_question_naming_an_identifier_gets_the_chunk_holding_it_first(
             limit=5,
             find_identifiers=False,
         )
-    assert found[0].doc_code == doc_code, [(h.doc_code, h.section_path) for h in found]
+    assert doc_code is None or found[0].doc_code == doc_code, [(h.doc_code, h.section_path) for h in found]
     assert identifier in found[0].content or identifier in found[0].section_path
     print(question, "without the identifier path, first:", without[0].doc_code, without[0].section_path)
