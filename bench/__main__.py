@@ -5,6 +5,7 @@ ratios, written to bench/results.md and bench/results.json. `--quick` runs every
     python -m bench                          # corpus size, 100k and 1M chunks (about an hour on 2 cores)
     python -m bench --scales 100000          # corpus size and 100k only
     python -m bench --quick --out /tmp/b     # every part, tiny
+    python -m bench --parts versions --scales 100000   # only the point-in-time part, into the existing results
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from evals.golden import load_golden
 from evals.run import fresh_database
 
-from bench import audit, corpus, machine, report, scale
-from bench.synthetic import SyntheticCorpus
+from bench import audit, corpus, machine, report, scale, versions
+from bench.synthetic import SyntheticCorpus, load, query_vectors
 from kb_core.db.embedded import EmbeddedPostgres
 from kb_core.db.embedding_space import EmbeddingSpace
 from kb_core.embedders.local import LocalEmbedder
@@ -48,7 +50,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--scales", default="100000,1000000", help="synthetic chunk counts, comma-separated")
     parser.add_argument("--out", type=Path, default=REPO / "bench")
+    parser.add_argument(
+        "--parts",
+        choices=("all", "versions"),
+        default="all",
+        help="versions: only the point-in-time (as_of) part, merged into the existing results.json",
+    )
     args = parser.parse_args(argv)
+    if args.parts == "versions":
+        return versions_only(args)
     started = time.perf_counter()
     state = Path(tempfile.mkdtemp(prefix="kosha-kb-bench-")) if args.quick else REPO / ".kb-bench"
     state.mkdir(exist_ok=True)
@@ -69,6 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     results["corpus_queries"] = corpus.query_benchmarks(targets, model, rounds=10 if args.quick else 130)
     print("corpus size: the audit record's cost ...", flush=True)
     results["audit"] = audit.audit_overhead(targets, model, rounds=10 if args.quick else 130)
+    results["versions"] = {
+        "corpus": versions.corpus_benchmark(targets, model, load_golden(), repeat=1 if args.quick else 3),
+        "scale": [],
+    }
     results["server_memory"] = corpus.server_memory(
         targets, searches=16 if args.quick else 400, clients=4 if args.quick else 8
     )
@@ -82,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         results["scale"].append(
             scale.run_scale(db.owner, db.server, spec, queries=5 if args.quick else 50, repeat=1 if args.quick else 3)
         )
+        point_in_time = versions.scale_benchmark(
+            db.owner, db.server, query_vectors(spec, 5 if args.quick else 30), repeat=1 if args.quick else 3
+        )
+        results["versions"]["scale"].append({"chunks": chunks, **point_in_time})
         with psycopg.connect(superuser, autocommit=True) as conn:
             conn.execute(f"DROP DATABASE bench_{chunks} WITH (FORCE)")  # a 1M-chunk copy is 10+ GB
 
@@ -93,6 +111,44 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         EmbeddedPostgres(state).stop()
         shutil.rmtree(state, ignore_errors=True)
+    return 0
+
+
+def versions_only(args: argparse.Namespace) -> int:
+    """The point-in-time part alone (corpus size and --scales), merged into the existing results.json."""
+    from evals.cache import CachingEmbedder
+    from evals.run import CACHE, ingest_corpus
+
+    started = time.perf_counter()
+    results = json.loads((args.out / "results.json").read_text())
+    state = REPO / ".kb-bench"
+    state.mkdir(exist_ok=True)
+    superuser = start_database(state, tuned=True)
+    model = LocalEmbedder()
+    model.load()
+    targets = fresh_database(superuser, "bench_versions", model.space)
+    ingest_corpus(targets, CachingEmbedder(model, CACHE / "eval-vectors.npz"), prefix=True)
+    with psycopg.connect(targets.owner, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+    print("corpus size: current and as_of ...", flush=True)
+    measured: dict[str, Any] = {"corpus": versions.corpus_benchmark(targets, model, load_golden(), repeat=3)}
+    measured["scale"] = []
+    for chunks in [int(s) for s in args.scales.split(",") if s]:
+        print(f"{chunks:,} synthetic chunks: load, history, current and as_of ...", flush=True)
+        spec = SyntheticCorpus(chunks=chunks, dimensions=384)
+        db = fresh_database(superuser, f"bench_versions_{chunks}", EmbeddingSpace(model.space.model, 384))
+        load(db.owner, spec)
+        point_in_time = versions.scale_benchmark(db.owner, db.server, query_vectors(spec, 30), repeat=3)
+        measured["scale"].append({"chunks": chunks, **point_in_time})
+        with psycopg.connect(superuser, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE bench_versions_{chunks} WITH (FORCE)")
+    measured["command"] = f"python -m bench --parts versions --scales {args.scales}"
+    measured["machine"] = machine.describe(superuser)
+    measured["seconds"] = round(time.perf_counter() - started, 1)
+    results["versions"] = measured
+    (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    (args.out / "results.md").write_text(report.render(results))
+    print(f"wrote {args.out / 'results.md'} in {measured['seconds']:.0f} s")
     return 0
 
 

@@ -47,6 +47,16 @@ def _audit_section(a: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def _versions(r: dict[str, Any]) -> list[str]:
+    from bench.versions import render as render_versions
+
+    v = r["versions"]
+    note = (
+        f"By `{v['command']}` ({v['seconds'] / 60:.0f} min), commit {v['machine']['commit']}." if "command" in v else ""
+    )
+    return [*render_versions(v)[:2], *([note, ""] if note else []), *render_versions(v)[2:]]
+
+
 def render(r: dict[str, Any]) -> str:
     m = r["machine"]
     q, ingest, memory = r["corpus_queries"], r["ingest"], r["server_memory"]
@@ -71,6 +81,7 @@ def render(r: dict[str, Any]) -> str:
         f"| `search_knowledge_base` end to end, through an MCP client session | {_ms(q['tool_call_end_to_end_ms'])} |",
         "",
         *_audit_section(r.get("audit")),
+        *(_versions(r) if r.get("versions") else []),
         "## Ingest",
         "",
         f"`corpus/` cold ({ingest['documents']} documents, {ingest['chunks']} chunks, {ingest['failed']} failed), in "

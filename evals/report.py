@@ -10,7 +10,7 @@ from typing import Any
 from evals.answers import FAITHFULNESS_GATE, AnswerReport
 from evals.gates import MRR, RECALL_AT_5, GateResult, held_out_scores
 from evals.golden import GoldenQuestion
-from evals.metrics import first_match
+from evals.metrics import first_match, mean, recall_at, reciprocal_rank
 from evals.retrieval import Outcome, Run, Scores
 from evals.split import HELD_OUT_DIGEST, is_held_out
 
@@ -176,6 +176,7 @@ def write(
             if h.doc_code == expected.doc_code and h.version == outcome.question.superseded_version
         )
         lines.append(f"| {outcome.question.id} | {expected.doc_code} §{expected.section} | {rank or '> 10'} | {old} |")
+    lines += ["", *point_in_time_section(default.outcomes)]
     lines += [
         "",
         "## Out of scope",
@@ -270,6 +271,53 @@ def public_section(public: dict[str, Any] | None) -> list[str]:
         cells = [f"{values[k]:.3f}" if k in values else "–" for k in ("MAP", "nDCG@10", "P@10", "R@100")]
         lines.append(f"| published: {name} | {cells[0]} | – | – | {' | '.join(cells[1:])} |")
     return [*lines, ""]
+
+
+POINT_IN_TIME_START = "<!-- point-in-time: python -m evals.run --only point-in-time rewrites this section -->"
+POINT_IN_TIME_END = "<!-- /point-in-time -->"
+
+
+def point_in_time_section(outcomes: list[Outcome]) -> list[str]:
+    """Questions asked as of a date (`as_of`): each of the corpus's version pairs, before and after the later
+    version took effect. A chunk counts only when it is of the version in force on that date."""
+    asked = [o for o in outcomes if o.question.category == "point_in_time"]
+    if not asked:
+        return []
+    recall5 = mean([recall_at(o.ranked_in_version, o.question.expected, 5) for o in asked])
+    mrr = mean([reciprocal_rank(o.ranked_in_version, o.question.expected) for o in asked])
+    wrong = sum(o.wrong_version_chunks for o in asked)
+    lines = [
+        POINT_IN_TIME_START,
+        "## Point in time",
+        "",
+        f"{len(asked)} questions asked with `as_of` (hybrid, as the question's role), two per version pair in "
+        "`corpus/`: one dated before the later version took effect, one after. A chunk counts only when it is "
+        f"of the version in force on that date. recall@5 {recall5:.3f}, MRR {mrr:.3f}; chunks of the other "
+        f"version returned: {wrong}. (Not part of the gates above.)",
+        "",
+        "| question | as of | expected | rank | chunks of the other version |",
+        "|---|---|---|---|---|",
+    ]
+    for outcome in asked:
+        q, expected = outcome.question, outcome.question.expected[0]
+        rank = first_match(outcome.ranked_in_version, expected)
+        lines.append(
+            f"| {q.id} | {q.as_of} | {expected.doc_code}@{q.expected_version} §{expected.section} | "
+            f"{rank or '> 10'} | {outcome.wrong_version_chunks} |"
+        )
+    return [*lines, POINT_IN_TIME_END]
+
+
+def replace_point_in_time_section(report: Path, outcomes: list[Outcome]) -> None:
+    """Rewrite only the point-in-time section of an existing report (`--only point-in-time`)."""
+    text = report.read_text()
+    start, end = text.find(POINT_IN_TIME_START), text.find(POINT_IN_TIME_END)
+    section = "\n".join(point_in_time_section(outcomes))
+    if start >= 0 and end > start:
+        text = text[:start] + section + text[end + len(POINT_IN_TIME_END) :]
+    else:  # a report written before the section existed: it goes before "Out of scope"
+        text = text.replace("## Out of scope", section + "\n\n## Out of scope", 1)
+    report.write_text(text)
 
 
 def _named(runs: list[Run], name: str) -> str:

@@ -30,6 +30,18 @@ class Outcome:
     def ranked(self) -> list[Ranked]:
         return [Ranked(h.doc_code, h.section_path) for h in self.hits]
 
+    @property
+    def ranked_in_version(self) -> list[Ranked]:
+        """Point in time: the ranking with every chunk of another version than the expected one blanked out."""
+        wanted = self.question.expected_version
+        return [Ranked(h.doc_code if h.version == wanted else "", h.section_path) for h in self.hits]
+
+    @property
+    def wrong_version_chunks(self) -> int:
+        """Point in time: chunks of an expected document in a version other than the one in force then."""
+        codes = {e.doc_code for e in self.question.expected}
+        return sum(1 for h in self.hits if h.doc_code in codes and h.version != self.question.expected_version)
+
 
 @dataclass
 class Scores:
@@ -106,6 +118,7 @@ async def run_questions(
                 fusion=fusion,
                 bm25=bm25,
                 find_identifiers=find_identifiers,
+                as_of=question.as_of,
             )
             outcomes.append(Outcome(question, hits, time.perf_counter() - started))
     return Run(name or f"{mode} ({text_query}, {text_rank})", outcomes)

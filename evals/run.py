@@ -8,6 +8,7 @@ every role. The NPL (Vaswani) collection is ingested and run the same way.
     python -m evals.run                # everything (about 15 minutes on 2 cores the first time)
     python -m evals.run --skip-public  # the golden set only
     python -m evals.run --reuse        # keep databases already built by a run of the same migrations
+    python -m evals.run --only point-in-time  # only the point-in-time questions, into the existing report
 
 Tuned settings (BM25, fusion) are chosen by `python -m evals.tune` on the development split (evals/split.py);
 the report gives every run on the development and the held-out parts separately.
@@ -95,7 +96,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip-public", action="store_true", help="skip the NPL (Vaswani) collection")
     parser.add_argument("--reuse", action="store_true", help="reuse the eval databases a previous run built")
+    parser.add_argument(
+        "--only",
+        choices=("point-in-time",),
+        help="run only these questions and rewrite only their section of the existing evals/report.md",
+    )
     args = parser.parse_args(argv)
+    if args.only == "point-in-time":
+        return point_in_time_only()
     started = time.perf_counter()
     STATE.mkdir(exist_ok=True)
     superuser = EmbeddedPostgres(STATE).start()
@@ -170,6 +178,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"wrote evals/report.md in {time.perf_counter() - started:.0f} s")
     return 0 if quality.passed and leak.passed else 1
+
+
+def point_in_time_only() -> int:
+    """The point-in-time questions on a fresh ingest of corpus/, into their section of evals/report.md."""
+    STATE.mkdir(exist_ok=True)
+    superuser = EmbeddedPostgres(STATE).start()
+    model = LocalEmbedder()
+    model.load()
+    targets = fresh_database(superuser, "eval_corpus", model.space)
+    ingest_corpus(targets, CachingEmbedder(model, CACHE / "eval-vectors.npz"), prefix=True)
+    questions = [q for q in load_golden() if q.category == "point_in_time"]
+    run = asyncio.run(run_questions(targets.server, model, questions, name="hybrid (default)"))
+    report.replace_point_in_time_section(REPO / "evals" / "report.md", run.outcomes)
+    print("\n".join(report.point_in_time_section(run.outcomes)))
+    return 0
 
 
 def run_public(

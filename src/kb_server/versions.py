@@ -24,12 +24,14 @@ from kb_server.db.reader import reader_transaction
 
 # Per doc code, the version in force on %(as_of)s, with whether it is the current effective version (its
 # chunks are then in the partial search indexes; the others are read through the doc_id index). A version
-# withdrawn on the date itself (UTC) was no longer in force on it.
+# withdrawn on the date itself (UTC) was no longer in force on it. (`withdrawn_from IS NULL OR ...` rather than IS
+# DISTINCT FROM: the planner estimates the latter from the column's null fraction as matching no row.)
 IN_FORCE_ON = """
 SELECT doc_id, doc_code, status = 'effective' AS is_effective FROM (
     SELECT DISTINCT ON (doc_code) doc_id, doc_code, status, withdrawn_at
     FROM kb.documents
-    WHERE effective_date <= %(as_of)s::date AND status <> 'draft' AND withdrawn_from IS DISTINCT FROM 'draft'
+    WHERE effective_date <= %(as_of)s::date AND status <> 'draft'
+      AND (withdrawn_from IS NULL OR withdrawn_from <> 'draft')
       {and_doc_code}
     ORDER BY doc_code, effective_date DESC, version_key DESC
 ) latest

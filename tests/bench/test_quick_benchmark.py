@@ -33,3 +33,11 @@ def test_the_quick_benchmark_runs_every_part_and_writes_its_results(tmp_path):
     assert len(unfiltered) == 3 and all(v["rows_returned_min"] == v["top_k"] for v in unfiltered.values())
     assert all(v["naive_ms"]["n"] > 0 and v["two_queries_ms"]["n"] > 0 for v in scale["queries"].values())
     assert "## Targets" in (tmp_path / "results.md").read_text()
+    point_in_time = results["versions"]
+    assert set(point_in_time["corpus"]["modes"]) == {"current", "as_of 2025-07-01", "as_of 2026-11-01"}
+    questions = point_in_time["corpus"]["questions"]
+    assert all(m["sql_ms"]["n"] == questions for m in point_in_time["corpus"]["modes"].values())
+    (history,) = point_in_time["scale"]
+    assert history["history"]["documents"] > 0 and history["history"]["chunks"] > 0
+    assert all(m["sql_ms"]["n"] > 0 for case in history["cases"].values() for m in case.values())
+    assert "## Point in time (as_of)" in (tmp_path / "results.md").read_text()
