@@ -17,7 +17,10 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
-HELD_OUT_DIGEST = "c42f4cf3db62c3b71e5c57d7e89d6b4ef5377711e01307679cd05510522401d7"
+HELD_OUT_DIGEST = "011df7e225ff83a59fb2f6da23a1c84b0dd4500266e3505136c0d7f8ebf9ce4a"
+# The digest before the 14 point-in-time questions (*-pit-*) joined: the rule hashes each id alone, so the
+# earlier questions kept their parts (a test checks it) and 7 of the new ones fell into held-out.
+HELD_OUT_DIGEST_BEFORE_POINT_IN_TIME = "c42f4cf3db62c3b71e5c57d7e89d6b4ef5377711e01307679cd05510522401d7"
 
 T = TypeVar("T")
 

@@ -51,7 +51,29 @@ def describe(error: ValidationError, input_schema: dict[str, Any]) -> str:
     shown = repr(first.get("input"))
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
     where = f" (item {loc[1]})" if len(loc) > 1 and loc[1].isdigit() else ""
-    return f"{name} must be {wanted}{where} (got {shown})"
+    sentence = f"{name} must be {wanted}{where} (got {shown})"
+    reason = _reason(first["type"], first.get("input"))
+    return f"{sentence}: {reason}" if reason else sentence
+
+
+_JSON_KINDS = {
+    dict: "an object",
+    list: "a list",
+    str: "text",
+    bool: "true or false",
+    int: "a number",
+    float: "a number",
+}
+
+
+def _reason(error_type: str, value: Any) -> str:
+    """Why the value was refused, where the value shown does not make it plain."""
+    if error_type == "string_unicode":
+        # A lone surrogate escaped in valid JSON (\ud800) looks like text but cannot be stored or searched.
+        return "it holds a lone surrogate (an unpaired \\ud800-\\udfff escape), which is not valid Unicode text"
+    if error_type.endswith("_type") and value is not None:
+        return f"{_JSON_KINDS.get(type(value), type(value).__name__)} was given"
+    return ""
 
 
 class PlainArgumentErrors(MCPServer):

@@ -41,6 +41,7 @@ AUDIT_FAILED = (
 )
 FAILED_CALL_WAIT_S = 0.5
 MAX_TEXT = 4096  # per argument string: an oversize query is recorded by its start and its length
+MAX_DEPTH = 8
 _INSERT = """
 INSERT INTO kb.audit_log (caller, role, transport, kind, operation, arguments, citations, doc_codes,
                           result_count, degraded, outcome, error, duration_ms)
@@ -218,14 +219,18 @@ def clean_text(text: str) -> str:
     return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
 
 
-def clean_value(value: Any) -> Any:
+def clean_value(value: Any, depth: int = 0) -> Any:
     if isinstance(value, str):
         text = clean_text(value)
         return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"… [{len(text)} characters]"
+    if isinstance(value, Mapping | list | tuple) and depth >= MAX_DEPTH:
+        # Hostile arguments nest hundreds deep; no tool takes more than two levels, and recursing further
+        # would exhaust the stack and fail the call for want of a record.
+        return f"[nested deeper than {MAX_DEPTH} levels]"
     if isinstance(value, Mapping):
-        return {clean_text(str(k))[:200]: clean_value(v) for k, v in value.items()}
+        return {clean_text(str(k))[:200]: clean_value(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [clean_value(v) for v in value]
+        return [clean_value(v, depth + 1) for v in value]
     if value is None or isinstance(value, bool | int | float):
         return value
     return clean_text(str(value))[:MAX_TEXT]

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 from evals.golden import ANSWERABLE, load_golden
-from evals.split import HELD_OUT_DIGEST, golden_part, held_out_digest, npl_part
+from evals.split import (
+    HELD_OUT_DIGEST,
+    HELD_OUT_DIGEST_BEFORE_POINT_IN_TIME,
+    golden_part,
+    held_out_digest,
+    npl_part,
+)
 
 
 def test_the_held_out_golden_questions_are_the_recorded_ones():
     held_out = golden_part(load_golden(), "held_out")
     assert held_out_digest(q.id for q in held_out) == HELD_OUT_DIGEST
+
+
+def test_adding_the_point_in_time_questions_moved_no_earlier_question_between_parts():
+    held_out = golden_part(load_golden(), "held_out")
+    earlier = [q for q in held_out if q.category != "point_in_time"]
+    assert held_out_digest(q.id for q in earlier) == HELD_OUT_DIGEST_BEFORE_POINT_IN_TIME
 
 
 def test_dev_and_held_out_are_disjoint_and_cover_every_answerable_category():

@@ -130,6 +130,20 @@ async def test_a_hostile_argument_is_recorded_without_failing_the_call(corpus_da
     assert row["arguments"]["query"].endswith(f"[{len(query)} characters]")
 
 
+async def test_a_deeply_nested_argument_is_recorded_cut_short_and_the_call_gets_its_own_error(
+    corpus_database, local_embedder
+):
+    caller = unique_caller("nested")
+    nested: list = []
+    for _ in range(60):  # the client's own serializer refuses much deeper; the HTTP hostile suite sends 2,000
+        nested = [nested]
+    async with client_called(corpus_database.targets.server, Role.ANALYST, local_embedder, caller) as client:
+        result = await client.call_tool("search_knowledge_base", {"query": nested})
+    (row,) = records(corpus_database.targets.owner, caller)
+    assert result.is_error and "query must be text" in result.content[0].text
+    assert "nested deeper than" in str(row["arguments"]["query"])
+
+
 async def test_over_stdio_the_record_names_the_configured_caller(corpus_database):
     caller = unique_caller("ide")
     env = {
