@@ -24,7 +24,8 @@ run: install
 	$(BIN)/kb up
 
 test: install
-	$(BIN)/pytest
+	@# One worker per core; a module's tests stay on one worker, so its fixtures are set up once.
+	$(BIN)/pytest -n auto --dist loadfile
 
 lint: install
 	$(BIN)/poe lint

@@ -8,6 +8,7 @@ product does not need it: its database already reuses a stored vector for a text
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -46,6 +47,7 @@ class CachingEmbedder:
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_suffix(".tmp.npz")
+        # One temporary file per process: test workers and evals save the same cache side by side.
+        temporary = self.path.with_suffix(f".{os.getpid()}.tmp.npz")
         np.savez(temporary, **self.cache)  # type: ignore[arg-type]
         temporary.replace(self.path)

@@ -5,6 +5,7 @@ A template database is migrated once; each test that needs a database gets a fre
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import os
 import shutil
@@ -186,10 +187,16 @@ def corpus_database(postgres_superuser, template_database, local_embedder) -> It
     create_database(postgres_superuser, name, template=template_database)
     targets = targets_for(postgres_superuser, name)
     files, skipped = document_files([REPO / "corpus"])
-    embedder = CachingEmbedder(local_embedder, Path.home() / ".cache" / "kosha-kb" / "corpus-vectors.npz")
-    with Ingestor(targets.ingest, embedder, max_bytes=25_000_000) as ingestor:
-        results = list(ingest_files(ingestor, files))
-    embedder.save()
+    cache = Path.home() / ".cache" / "kosha-kb" / "corpus-vectors.npz"
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    # Parallel test workers (make test runs pytest-xdist) would each embed the corpus on a fresh machine, on
+    # the same cores: the first one embeds under the lock and saves, the others then read its vectors.
+    with open(cache.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        embedder = CachingEmbedder(local_embedder, cache)
+        with Ingestor(targets.ingest, embedder, max_bytes=25_000_000) as ingestor:
+            results = list(ingest_files(ingestor, files))
+        embedder.save()
     with psycopg.connect(targets.owner, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE")
     yield IngestedCorpus(targets, results, skipped)

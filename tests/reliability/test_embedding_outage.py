@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 
 def test_searches_degrade_while_the_endpoint_is_down_and_recover_when_it_is_back(postgres_superuser, tmp_path):
     result = embedding_outage(
-        postgres_superuser, tmp_path, clients=4, outage_s=6, database=f"kb_test_rel_openai_{os.getpid()}"
+        postgres_superuser, tmp_path, clients=4, outage_s=8, database=f"kb_test_rel_openai_{os.getpid()}"
     )
     assert result.errors == {}
     assert set(result.before) == {"ok"}
