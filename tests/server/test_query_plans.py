@@ -87,4 +87,14 @@ def test_a_per_row_ceiling_policy_would_have_lost_the_full_text_index(managed_li
     )
     explained = plan(targets.server, Role.SUPPORT_AGENT, naive, {"text": MARKERS["rare"][0]})
     assert "tsv_idx" not in explained  # the GIN index cannot be used under the per-row policy
-    assert "kb.role_ceiling()" in explained
+    assert "classification <= (InitPlan" in explained  # the policy's ceiling, compared row by row
+
+
+@pytest.mark.parametrize("table", ["kb.documents", "kb.chunks", "kb.lexeme_stats", "kb.text_stats"])
+def test_the_ceiling_is_looked_up_once_per_statement_not_once_per_row(managed_like, table):
+    """sql/009: kb.role_ceiling() reads a table, so PostgreSQL cannot inline it; called from the policy as
+    is, it ran once for every row checked (17 ms of a 30 ms as_of statement at 100k chunks)."""
+    targets, _ = managed_like
+    explained = plan(targets.server, Role.SUPPORT_AGENT, f"SELECT * FROM {table} WHERE classification IS NOT NULL", {})
+    assert "kb.role_ceiling()" not in explained, explained
+    assert "classification <= (InitPlan 1).col1" in explained, explained

@@ -27,7 +27,7 @@ class RoleSwitchUnsafe(RuntimeError):
 
 @asynccontextmanager
 async def reader_transaction(
-    conn: AsyncConnection, role: Role, *, ef_search: int = 80
+    conn: AsyncConnection, role: Role, *, ef_search: int = 80, custom_plans: bool = False
 ) -> AsyncIterator[AsyncConnection]:
     if not conn.autocommit or conn.info.transaction_status != TransactionStatus.IDLE:
         raise RoleSwitchUnsafe(
@@ -42,6 +42,10 @@ async def reader_transaction(
             await conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(int(ef_search))))
             # Without iterative scans a filtered HNSW search returns fewer rows than asked (ENVIRONMENT.md).
             await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            if custom_plans:
+                # psycopg prepares a statement from its sixth use on a connection, and PostgreSQL may then
+                # keep one generic plan for every value; see kb_server.search for when that costs.
+                await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
             yield conn
             await conn.execute("COMMIT")
     except BaseException:
