@@ -7,6 +7,7 @@ from pathlib import PurePosixPath
 
 from ingest.document import HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table, Unit
 from ingest.hidden import reveal_invisible_characters
+from ingest.parsers.sniff import check_content_matches
 
 FORMATS = {
     ".md": "markdown",
@@ -39,6 +40,7 @@ def parse_document(data: bytes, name: str, *, max_bytes: int) -> ParsedDocument:
         raise ParseError(
             f"the file is {len(data) / 1e6:.1f} MB, over the {max_bytes / 1e6:.1f} MB limit (KB_MAX_FILE_BYTES)"
         )
+    check_content_matches(kind, data, name)
     try:
         document = _parse(kind, data, name)
     except ParseError:

@@ -22,7 +22,13 @@ _TEXT_BLOCKS = {"p", "pre", "blockquote", "figcaption", "address"}
 
 def parse_html(data: bytes) -> ParsedDocument:
     tree = LexborHTMLParser(decode_text(data))
-    control = tree.css_first("dl.document-control")
+    controls = tree.css("dl.document-control")
+    if len(controls) > 1:
+        raise HeaderError(
+            f'{len(controls)} header blocks (<dl class="document-control">): a document has one header and one '
+            "classification; keep the one that is right and delete the others"
+        )
+    control = controls[0] if controls else None
     if control is None:
         raise HeaderError(
             'no header block: an HTML document carries it in a <dl class="document-control"> with '

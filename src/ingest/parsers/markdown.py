@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -34,11 +36,36 @@ def split_front_matter(text: str) -> tuple[dict[str, object], str]:
 
 def parse_markdown(data: bytes) -> ParsedDocument:
     raw, body = split_front_matter(decode_text(data))
-    return ParsedDocument(header=build_header(raw), blocks=markdown_blocks(body), source_format="markdown")
-
-
-def markdown_blocks(body: str) -> list[Block]:
+    header = build_header(raw)
     tokens = _MD.parse(body)
+    _refuse_second_header(tokens)
+    return ParsedDocument(header=header, blocks=markdown_blocks(body, tokens), source_format="markdown")
+
+
+_HEADER_LINE = re.compile(r"^\s*(?:doc[ _-]?code|classification|department|effective[ _-]?date)\s*:", re.I | re.M)
+
+
+def _refuse_second_header(tokens: list[Token]) -> None:
+    """A second front-matter block in the body (it reads as a rule, then a '---'-underlined heading) or an
+    HTML header block: two classifications for one document, and taking either one could under-protect it."""
+    for i, token in enumerate(tokens):
+        second = (
+            token.type == "heading_open"
+            and token.markup == "-"
+            and i > 0
+            and tokens[i - 1].type == "hr"
+            and len(_HEADER_LINE.findall(tokens[i + 1].content)) >= 2
+        ) or (token.type == "html_block" and "document-control" in token.content)
+        if second:
+            line = (token.map[0] + 1) if token.map else "?"
+            raise HeaderError(
+                f"two header blocks: the body repeats one (doc_code, classification, ...) near body line {line}; "
+                "a document has one header and one classification, so delete the second one"
+            )
+
+
+def markdown_blocks(body: str, tokens: list[Token] | None = None) -> list[Block]:
+    tokens = _MD.parse(body) if tokens is None else tokens
     blocks: list[Block] = []
     i = 0
     while i < len(tokens):

@@ -4,16 +4,62 @@ from __future__ import annotations
 
 from ingest.document import ParseError
 
+_BOMS = (  # longest first: the UTF-32 LE mark begins with the UTF-16 LE one
+    (b"\xff\xfe\x00\x00", "utf-32"),
+    (b"\x00\x00\xfe\xff", "utf-32"),
+    (b"\xef\xbb\xbf", "utf-8-sig"),
+    (b"\xff\xfe", "utf-16"),
+    (b"\xfe\xff", "utf-16"),
+)
+
+
+def encoding_of(head: bytes) -> str | None:
+    """The text encoding of a file from its first bytes: a byte-order mark, else the pattern of NUL bytes
+    (UTF-16 text of Latin letters has a NUL in every other byte); None when it is not text at all."""
+    for bom, encoding in _BOMS:
+        if head.startswith(bom):
+            return encoding
+    sample = head[:4096]
+    if b"\x00" not in sample:
+        return "utf-8-sig"
+    for width, encoding, zero_at in (
+        (4, "utf-32-le", (1, 2, 3)),
+        (4, "utf-32-be", (0, 1, 2)),
+        (2, "utf-16-le", (1,)),
+        (2, "utf-16-be", (0,)),
+    ):
+        usable = len(sample) - len(sample) % width
+        if usable < width:
+            continue
+        groups = usable // width
+        zeros = sum(sample[i:usable:width].count(0) for i in zero_at)
+        text_bytes = sum(sample[i:usable:width].count(0) for i in range(width) if i not in zero_at)
+        if zeros >= 0.9 * groups * len(zero_at) and text_bytes <= 0.1 * groups * (width - len(zero_at)):
+            return encoding
+    return None
+
 
 def decode_text(data: bytes) -> str:
     if not data.strip():
         raise ParseError("the file is empty")
-    if b"\x00" in data[:4096]:
-        raise ParseError("the file is binary, not text: check its extension")
+    encoding = encoding_of(data[:4096])
+    if encoding is None:
+        raise ParseError("the file is binary data, not text: check its extension, or export it as text")
     try:
-        text = data.decode("utf-8-sig")
+        text = data.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise ParseError(f"the file is not UTF-8 text (invalid byte at offset {exc.start}): save it as UTF-8") from None
+        if encoding == "utf-8-sig":
+            raise ParseError(
+                f"the file is not UTF-8 text (invalid byte at offset {exc.start}): save it as UTF-8"
+            ) from None
+        name = encoding.upper()[:6]
+        raise ParseError(
+            f"the file looks like {name} text but is not valid {name} (invalid bytes at offset {exc.start}): "
+            "save it as UTF-8"
+        ) from None
+    text = text.removeprefix("\ufeff")
+    if not text.strip():
+        raise ParseError("the file is empty")
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 

@@ -1,0 +1,139 @@
+"""Errors that tell the truth: text in UTF-16/32 is read (or refused as such), a file whose content is not
+what its extension says is named for what it is, and a file with two header blocks is refused. Every input is
+generated here."""
+
+from __future__ import annotations
+
+import io
+
+import docx
+import pymupdf
+import pytest
+from tests.support.documents import markdown_document
+
+from ingest.document import HeaderError, ParseError
+from ingest.parsers import parse_document
+from ingest.parsers.text import decode_text
+
+FIELDS = {
+    "Doc code": "LEG-GDE-931",
+    "Title": "Retention Guide",
+    "Version": "1.0",
+    "Status": "effective",
+    "Effective date": "2026-01-01",
+    "Owner": "Legal Counsel",
+    "Department": "legal",
+    "Classification": "internal",
+    "Regulatory refs": "none",
+}
+
+
+def control(**changes: str) -> str:
+    fields = {**FIELDS, **changes}
+    return '<dl class="document-control">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in fields.items()) + "</dl>"
+
+
+def html_page(extra: str = "") -> str:
+    return (
+        "<!DOCTYPE html><html><body><h1>Retention Guide</h1>"
+        f"{control()}{extra}<h2>1. Scope</h2><p>Records are kept for seven years. Café ✓</p></body></html>"
+    )
+
+
+def parse(data: bytes, name: str):  # type: ignore[no-untyped-def]
+    return parse_document(data, name, max_bytes=5_000_000)
+
+
+def one_line_error(data: bytes, name: str, kind: type[ParseError] = ParseError) -> str:
+    with pytest.raises(kind) as caught:
+        parse(data, name)
+    message = str(caught.value)
+    assert "\n" not in message and "Traceback" not in message
+    return message
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32", "utf-32-be"])
+def test_markdown_and_html_saved_as_utf16_or_utf32_with_a_byte_order_mark_are_read(encoding):
+    markdown = markdown_document("CMP-SOP-931", title="Café Rules ✓")
+    bom = {"utf-16-be": "\ufeff", "utf-32-be": "\ufeff"}.get(encoding, "")  # utf-16/utf-32 codecs write their own
+    document = parse((bom + markdown).encode(encoding), "rules.md")
+    assert (document.header.doc_code, document.header.title) == ("CMP-SOP-931", "Café Rules ✓")
+    page = parse((bom + html_page()).encode(encoding), "guide.html")
+    assert page.header.doc_code == "LEG-GDE-931"
+    assert any("Café ✓" in getattr(b, "text", "") for b in page.blocks)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_byte_order_mark_is_recognised_by_its_nul_bytes_and_read(encoding):
+    document = parse(markdown_document("CMP-SOP-932").encode(encoding), "rules.md")
+    assert document.header.doc_code == "CMP-SOP-932"
+
+
+def test_damaged_utf16_fails_saying_it_is_not_valid_utf16_and_how_to_fix_it():
+    data = "\ufeff---\ntitle: x\n".encode("utf-16-le") + b"\x00\xd8" + "---\n".encode("utf-16-le")  # lone surrogate
+    message = one_line_error(data, "rules.md")
+    assert "not valid UTF-16" in message and "save it as UTF-8" in message
+    assert "binary" not in message
+
+
+def test_binary_data_that_is_no_known_format_is_still_called_binary():
+    with pytest.raises(ParseError, match="binary data, not text"):
+        decode_text(bytes(range(256)) * 4)
+
+
+def pdf_bytes() -> bytes:
+    document = pymupdf.open()
+    document.new_page().insert_text((72, 72), "1. Scope")
+    return document.tobytes()
+
+
+def docx_bytes() -> bytes:
+    buffer = io.BytesIO()
+    document = docx.Document()
+    document.add_paragraph("1. Scope")
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("content", "name", "expected"),
+    [
+        (
+            markdown_document("CMP-SOP-933").encode(),
+            "rules.pdf",
+            "the file is text, not a PDF file: its extension .pdf",
+        ),
+        (markdown_document("CMP-SOP-933").encode(), "rules.docx", "the file is text, not a DOCX file"),
+        (pdf_bytes(), "rules.md", "the file is a PDF, not Markdown text: its extension .md does not match"),
+        (pdf_bytes(), "rules.html", "rename it to .pdf"),
+        (docx_bytes(), "rules.pdf", "the file is a DOCX (Word) document, not a PDF file"),
+        (docx_bytes(), "api.yaml", "rename it to .docx"),
+        (html_page().encode(), "guide.md", "the file is HTML, not Markdown text: its extension .md"),
+        (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600), "old.docx", "an old Office file (.doc, .xls or .ppt)"),
+        (b"\x89PNG\r\n\x1a\n" + bytes(600), "scan.pdf", "a PNG image, not a PDF file"),
+    ],
+)
+def test_a_file_whose_content_is_not_its_extension_names_its_real_type_and_the_extension(content, name, expected):
+    assert expected in one_line_error(content, name)
+
+
+def test_an_html_page_with_two_document_control_blocks_is_refused():
+    page = html_page(extra=control(Classification="restricted"))
+    message = one_line_error(page.encode(), "guide.html", HeaderError)
+    assert "2 header blocks" in message and "one classification" in message
+
+
+def test_a_markdown_file_repeating_its_front_matter_in_the_body_is_refused():
+    first = markdown_document("CMP-SOP-934")
+    front = first.split("\n---\n", 1)[0]
+    second = front.replace("internal", "restricted") + "\n---\n"
+    message = one_line_error((first.replace("\n---\n", "\n---\n\n" + second, 1)).encode(), "r.md", HeaderError)
+    assert "two header blocks" in message
+    html_in_body = markdown_document("CMP-SOP-934") + "\n" + control(Classification="public") + "\n"
+    assert "two header blocks" in one_line_error(html_in_body.encode(), "r.md", HeaderError)
+
+
+def test_a_header_block_shown_as_an_example_inside_a_code_fence_is_not_a_second_header():
+    example = "```yaml\n---\ndoc_code: CMP-SOP-001\nclassification: public\n---\n```"
+    text = markdown_document("CMP-SOP-935", sections={"1. Format": f"The header looks like this:\n\n{example}"})
+    assert parse(text.encode(), "r.md").header.classification.value == "internal"
