@@ -31,6 +31,7 @@ from ingest.upsert import (
 )
 from kb_core.db.embedding_space import check_embedding_space
 from kb_core.embedders.base import Embedder, EmbeddingError
+from kb_core.settings import DEFAULT_MAX_DECOMPRESSED_BYTES
 
 FAILURES = (ParseError, EmbeddingError, VersionConflict, psycopg.Error)
 
@@ -63,6 +64,7 @@ class Ingestor:
         embedder: Embedder,
         *,
         max_bytes: int,
+        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
         contextual_prefix: bool = True,
         withdrawn_retention_days: int | None = None,
     ) -> None:
@@ -72,6 +74,7 @@ class Ingestor:
         self.conn = self._connect()
         self.embedder = embedder
         self.max_bytes = max_bytes
+        self.max_decompressed_bytes = max_decompressed_bytes
         with self.conn.transaction():
             check_embedding_space(self.conn, embedder.space)
 
@@ -116,7 +119,9 @@ class Ingestor:
                     reason=None if uri == source_uri else f"identical to {uri}",
                 )
             mark = time.perf_counter()
-            document = parse_document(data, name, max_bytes=self.max_bytes)
+            document = parse_document(
+                data, name, max_bytes=self.max_bytes, max_decompressed_bytes=self.max_decompressed_bytes
+            )
             chunks = chunk_document(document)
             header = document.header
             prepared = [

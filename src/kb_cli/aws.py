@@ -53,6 +53,7 @@ def build_worker(settings: Settings, on_result: Callable[[IngestResult], None] |
         targets.ingest,
         make_embedder(settings.embedding),
         max_bytes=settings.aws.max_file_bytes,
+        max_decompressed_bytes=settings.aws.max_decompressed_bytes,
         withdrawn_retention_days=settings.aws.withdrawn_retention_days,
     )
     processor = RecordProcessor(

@@ -32,6 +32,7 @@ def ingest(
             targets.ingest,
             embedder,
             max_bytes=settings.aws.max_file_bytes,
+            max_decompressed_bytes=settings.aws.max_decompressed_bytes,
             withdrawn_retention_days=settings.aws.withdrawn_retention_days,
         ) as ingestor,
         progress_bar(console, len(files)) as advance,

@@ -24,6 +24,13 @@ class ConfigError(Exception):
     """A setting has a value the product cannot use; the message names the environment variable."""
 
 
+# A .docx is a zip of XML, and XML compresses 100-fold: KB_MAX_FILE_BYTES alone lets a 1 MB file expand
+# to gigabytes. 32 MiB holds a package at the 25 MiB file limit of images (which barely compress) plus
+# several MB of XML (20k Word paragraphs are ~10-20 MB), while python-docx's tree of the XML (measured
+# 6x its size for prose, up to 22x for empty paragraphs) stays inside the worker's 1,024 MB (infra/).
+DEFAULT_MAX_DECOMPRESSED_BYTES = 32 * 1024 * 1024
+
+
 def default_state_dir() -> Path:
     return Path(platformdirs.user_state_dir("kosha-kb", appauthor=False))
 
@@ -124,6 +131,12 @@ class AwsSettings(BaseSettings):
         "visibility timeout, so a broken file reaches the DLQ in about max receives × this (Lambda: unused).",
     )
     max_file_bytes: int = Field(25 * 1024 * 1024, ge=1024, validation_alias="KB_MAX_FILE_BYTES")
+    max_decompressed_bytes: int = Field(
+        DEFAULT_MAX_DECOMPRESSED_BYTES,
+        ge=1024,
+        validation_alias="KB_MAX_DECOMPRESSED_BYTES",
+        description="A .docx whose zip entries expand past this is refused before it is parsed.",
+    )
     withdrawn_retention_days: int | None = Field(
         None,
         ge=0,

@@ -7,7 +7,9 @@ from pathlib import PurePosixPath
 
 from ingest.document import HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table, Unit
 from ingest.hidden import reveal_invisible_characters
+from ingest.parsers.budget import check_package_size
 from ingest.parsers.sniff import check_content_matches
+from kb_core.settings import DEFAULT_MAX_DECOMPRESSED_BYTES
 
 FORMATS = {
     ".md": "markdown",
@@ -34,13 +36,17 @@ def detect_format(name: str) -> str:
     return FORMATS[suffix]
 
 
-def parse_document(data: bytes, name: str, *, max_bytes: int) -> ParsedDocument:
+def parse_document(
+    data: bytes, name: str, *, max_bytes: int, max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+) -> ParsedDocument:
     kind = detect_format(name)
     if len(data) > max_bytes:
         raise ParseError(
             f"the file is {len(data) / 1e6:.1f} MB, over the {max_bytes / 1e6:.1f} MB limit (KB_MAX_FILE_BYTES)"
         )
     check_content_matches(kind, data, name)
+    if kind == "docx":
+        check_package_size(data, max_decompressed_bytes, "DOCX")
     try:
         document = _parse(kind, data, name)
     except ParseError:

@@ -1,0 +1,121 @@
+"""DOCX: packages that expand past the decompressed-size budget are refused before they are parsed.
+Every file is a real .docx written in the test with python-docx (and zipfile for the hostile ones)."""
+
+from __future__ import annotations
+
+import io
+import time
+import zipfile
+
+import docx
+import psycopg
+import pytest
+
+from ingest.document import ParseError
+from ingest.parsers import parse_document
+
+FIELDS = {
+    "Doc code": "CMP-SOP-951",
+    "Title": "Break Escalation",
+    "Version": "1.0",
+    "Status": "effective",
+    "Effective date": "2026-01-01",
+    "Owner": "Compliance Lead",
+    "Department": "compliance",
+    "Classification": "internal",
+    "Regulatory refs": "none",
+}
+PARAGRAPH = "Breaks above $5,000 go to the Treasury Operations Lead within two business hours."
+
+
+def docx_bytes(paragraphs: int = 3) -> bytes:
+    document = docx.Document()
+    document.add_heading(FIELDS["Title"], level=0)
+    table = document.add_table(rows=0, cols=2)
+    for label, value in FIELDS.items():
+        cells = table.add_row().cells
+        cells[0].text, cells[1].text = label, value
+    document.add_heading("1. Escalation", level=1)
+    for _ in range(paragraphs):
+        document.add_paragraph(PARAGRAPH)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def repacked(data: bytes, change) -> bytes:  # type: ignore[no-untyped-def]
+    """The package with word/document.xml replaced by change(xml)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for entry in source.infolist():
+            content = source.read(entry)
+            if entry.filename == "word/document.xml":
+                content = change(content.decode()).encode()
+            target.writestr(entry.filename, content)
+    return out.getvalue()
+
+
+def bomb(megabytes: int) -> bytes:
+    """A valid .docx whose body repeats one paragraph until its XML is `megabytes` MB: it compresses to a
+    few hundred KB, the shape of the 0.9 MB file that expanded to 300 MB."""
+    paragraph = f"<w:p><w:r><w:t>{PARAGRAPH}</w:t></w:r></w:p>"
+
+    def grow(xml: str) -> str:
+        at = xml.index("<w:sectPr")
+        return xml[:at] + paragraph * (megabytes * 1_000_000 // len(paragraph)) + xml[at:]
+
+    return repacked(docx_bytes(), grow)
+
+
+def test_a_docx_expanding_past_the_decompressed_budget_is_refused_naming_the_budget_and_its_setting():
+    data = bomb(12)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        expanded = sum(entry.file_size for entry in archive.infolist())
+    assert len(data) < 400_000 < 4_000_000 < expanded
+    started = time.perf_counter()
+    with pytest.raises(ParseError) as refused:
+        parse_document(data, "bomb.docx", max_bytes=25_000_000, max_decompressed_bytes=4_000_000)
+    message = str(refused.value)
+    assert "KB_MAX_DECOMPRESSED_BYTES" in message and "4.0 MB" in message and f"{expanded / 1e6:.1f} MB" in message
+    assert "\n" not in message
+    assert time.perf_counter() - started < 1.0  # refused from the zip's directory, nothing parsed
+
+
+def test_a_docx_within_the_decompressed_budget_parses():
+    data = docx_bytes()
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        expanded = sum(entry.file_size for entry in archive.infolist())
+    document = parse_document(data, "small.docx", max_bytes=25_000_000, max_decompressed_bytes=expanded)
+    assert [b.text for b in document.blocks if getattr(b, "text", "") == PARAGRAPH] == [PARAGRAPH] * 3
+
+
+def test_a_docx_whose_zip_headers_understate_an_entry_is_refused_as_damaged():
+    data = bomb(6)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        entry = archive.getinfo("word/document.xml")
+    # Rewrite the uncompressed size in the local header (offset 22) and the central directory (offset 24)
+    # to 1 KB, so the declared total sits far under the budget.
+    patched = bytearray(data)
+    real = entry.file_size.to_bytes(4, "little")
+    fake = (1024).to_bytes(4, "little")
+    local = entry.header_offset
+    assert patched[local + 22 : local + 26] == real
+    patched[local + 22 : local + 26] = fake
+    name = entry.filename.encode()
+    central = patched.index(name, local + 30 + len(name)) - 46  # the name's second place: the directory
+    assert patched[central : central + 4] == b"PK\x01\x02"
+    assert patched[central + 24 : central + 28] == real
+    patched[central + 24 : central + 28] = fake
+    with pytest.raises(ParseError, match="DOCX package is damaged"):
+        parse_document(bytes(patched), "lying.docx", max_bytes=25_000_000, max_decompressed_bytes=4_000_000)
+
+
+def test_the_ingestor_refuses_a_docx_bomb_with_the_budget_named_and_stores_nothing(database, counting_embedder):
+    from ingest.pipeline import Ingestor
+
+    with Ingestor(database.ingest, counting_embedder, max_bytes=2_000_000, max_decompressed_bytes=4_000_000) as small:
+        result = small.ingest(bomb(12), name="bomb.docx", source_uri="file:///inbox/bomb.docx")
+    assert result.outcome == "failed" and "KB_MAX_DECOMPRESSED_BYTES" in (result.reason or "")
+    assert counting_embedder.calls == 0
+    with psycopg.connect(database.ingest) as conn:
+        assert conn.execute("SELECT count(*) FROM kb.documents").fetchone() == (0,)
