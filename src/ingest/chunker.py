@@ -10,6 +10,9 @@
   under the header row, citing the same section: one vector for fifteen rows is an average that a question
   about one row does not find. Each row group names the chunk holding its whole table (`rows_of`), and search
   shows at most one of a table's chunks, so a result never repeats rows; the whole table stays retrievable.
+- No chunk is longer than the embedder takes (`max_tokens`, with the title and section path it is embedded
+  under): a table row, cell, code block or line longer than a chunk is cut, a row under the header row and
+  its first cell, a code block inside its fences, an operation under its method, path and operationId.
 - Tokens are counted with the production model's tokenizer (cl100k_base).
 """
 
@@ -19,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from ingest.document import Block, Heading, Paragraph, ParsedDocument, Table, Unit
-from kb_core.token_count import count_tokens, decode, encode
+from kb_core.token_count import EMBEDDING_INPUT_LIMIT, count_tokens, decode, encode, starts_word
 
 TARGET_TOKENS = 600
 OVERLAP_TOKENS = 80
@@ -27,6 +30,7 @@ TABLE_LIMIT = 1200
 ROW_GROUP_MIN_ROWS = 6
 ROWS_PER_GROUP = 3
 SEPARATOR = " › "
+MAX_PATH_HEADING_CHARS = 200  # a longer heading is cut in the section path; its whole text opens the section
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+(?=[A-Z0-9(\"'`*-])|\n+")
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?(?=\s|$)")
@@ -81,6 +85,11 @@ def split_sections(document: ParsedDocument) -> list[Section]:
             level = max(1, block.level - base + 1)
             while stack and stack[-1][0] >= level:
                 stack.pop()
+            if len(block.text) > MAX_PATH_HEADING_CHARS:
+                # The path is in every chunk's prefix: a heading of pages would crowd out the text itself.
+                stack.append((level, block.text[:MAX_PATH_HEADING_CHARS].rstrip() + "…"))
+                current.append(Paragraph(block.text))
+                continue
             stack.append((level, block.text))
         else:
             current.append(block)
@@ -101,40 +110,168 @@ def chunk_document(
     target: int = TARGET_TOKENS,
     overlap: int = OVERLAP_TOKENS,
     table_limit: int = TABLE_LIMIT,
+    max_tokens: int = EMBEDDING_INPUT_LIMIT,
 ) -> list[Chunk]:
+    """`max_tokens`: the most the embedder takes in one input; every chunk's embedded text fits it."""
     chunks: list[Chunk] = []
     anchors = _Anchors()
+    title = document.header.title
     for section in split_sections(document):
         section_path = SEPARATOR.join(section.path)
         anchor = anchors.for_path(section.path)
-        pieces = [p for block in section.blocks for p in _pieces(block, target, table_limit)]
-        for packed in _pack(pieces, target, overlap):
-            content = _join(packed)
-            whole = Chunk(len(chunks), section_path, anchor, content, count_tokens(content))
-            chunks.append(whole)
+        # What the prefix and the separators take; 16 tokens of margin for where two pieces are joined.
+        room = max(64, max_tokens - count_tokens(Chunk(0, section_path, "", "", 0).embedding_text(title)) - 16)
+        limit = min(table_limit, room)
+        pieces = [p for block in section.blocks for p in _pieces(block, min(target, limit), limit)]
+        for packed in _pack(pieces, min(target, limit), overlap):
+            for content in _within(_join(packed), room):
+                whole = Chunk(len(chunks), section_path, anchor, content, count_tokens(content))
+                chunks.append(whole)
             for group in (g for piece in packed for g in piece.row_groups):
-                chunks.append(Chunk(len(chunks), section_path, anchor, group, count_tokens(group), whole.ordinal))
+                for part in _within(group, room):
+                    chunks.append(Chunk(len(chunks), section_path, anchor, part, count_tokens(part), whole.ordinal))
     return chunks
+
+
+def _within(text: str, room: int) -> list[str]:
+    """The last guard of the embedder's limit: the pieces are already cut to fit, so this cuts nothing
+    unless a piece was misjudged."""
+    ids = encode(text)
+    if len(ids) <= room:
+        return [text]
+    return [decode(ids[start : start + room]) for start in range(0, len(ids), room)]
 
 
 def _pieces(block: Block, target: int, table_limit: int) -> list[_Piece]:
     if isinstance(block, Table):
-        whole = block.render()
-        tokens = count_tokens(whole)
-        if tokens < table_limit:
-            return [_Piece(whole, tokens, True, _row_groups(block, block.rows[1:]))]
-        return [
-            _Piece(block.render(rows), count_tokens(block.render(rows)), True, _row_groups(block, rows))
-            for rows in _split_table(block, target)
-        ]
+        return _table_pieces(block, target, table_limit)
     if isinstance(block, Unit):
         tokens = count_tokens(block.text)
         if tokens < table_limit:
             return [_Piece(block.text, tokens, True)]
-        return [p for part in re.split(r"\n\s*\n", block.text) for p in _text_pieces(part, target)]
+        return _unit_pieces(block, target)
     if isinstance(block, Paragraph):
+        if block.text.startswith("```") and block.text.endswith("```") and count_tokens(block.text) > target:
+            return _code_pieces(block.text, target)
         return _text_pieces(block.text, target)
     return []
+
+
+def _table_pieces(table: Table, target: int, table_limit: int) -> list[_Piece]:
+    if not table.rows:
+        return []
+    if count_tokens(table.render(())) > target // 2:
+        # A header row of half a chunk leaves no room for rows under it: the table is read as text.
+        return _text_pieces(table.render(), target)
+    rows = tuple(part for row in table.rows[1:] for part in _fitting_rows(table, row, target))
+    whole = table.render()
+    tokens = count_tokens(whole)
+    if tokens < table_limit:
+        return [_Piece(whole, tokens, True, _row_groups(table, rows, target, table_limit))]
+    return [
+        _Piece(
+            table.render(group), count_tokens(table.render(group)), True, _row_groups(table, group, target, table_limit)
+        )
+        for group in _split_table(table, rows, target)
+    ]
+
+
+def _fitting_rows(table: Table, row: tuple[str, ...], target: int) -> list[tuple[str, ...]]:
+    """The row itself, or, when it is longer than a chunk under the header row, its cells cut into parts
+    that are: each part keeps the row's first cell (what the row is about) when that is short."""
+    if count_tokens(table.render((row,))) <= target:
+        return [row]
+    width = max(len(r) for r in table.rows)
+    row = (*row, *([""] * (width - len(row))))
+    room = target - count_tokens(table.render(((),)))
+    label = row[0] if count_tokens(row[0]) <= room // 4 else ""
+    window = max(16, room - count_tokens(label) - 2 * width - 8)
+    fragments: list[tuple[int, str]] = []
+    for index, cell in enumerate(row):
+        if index == 0 and label:
+            continue
+        fragments += [(index, part) for part in _windows(cell, window)]
+    parts: list[tuple[str, ...]] = []
+    current: dict[int, str] = {0: label} if label else {}
+
+    def as_row(cells: dict[int, str]) -> tuple[str, ...]:
+        return tuple(cells.get(i, "") for i in range(width))
+
+    for index, text in fragments:
+        trial = {**current, index: text}
+        # A cell's next window always opens a new part.
+        if index not in current and count_tokens(table.render((as_row(trial),))) <= target:
+            current = trial
+            continue
+        if any(i != 0 or not label for i in current):
+            parts.append(as_row(current))
+        current = {0: label, index: text} if label else {index: text}
+    if any(i != 0 or not label for i in current):
+        parts.append(as_row(current))
+    return parts
+
+
+def _windows(text: str, window: int) -> list[str]:
+    """Text cut into parts of at most `window` tokens, between words where there is a word boundary in the
+    last half of the window (a base64 run is cut by tokens). One encoding of the text: linear in its size."""
+    ids = encode(text)
+    parts: list[str] = []
+    start = 0
+    while start < len(ids):
+        end = min(start + window, len(ids))
+        if end < len(ids):
+            end = next((cut for cut in range(end, start + window // 2, -1) if starts_word(ids[cut])), end)
+        part = decode(ids[start:end]).strip()
+        if part:
+            parts.append(part)
+        start = end
+    return parts
+
+
+def _unit_pieces(unit: Unit, target: int) -> list[_Piece]:
+    """An operation longer than a chunk, by paragraphs; every part after the first (which opens with the
+    operation's own first lines) under the unit's lead, so that each names its method, path and operationId."""
+    lead = f"{unit.lead} (continued)" if unit.lead else ""
+    room = target - count_tokens(lead) - 4
+    if not lead or room < target // 2:  # no lead, or one of half a chunk: the unit is text like any other
+        return [p for part in re.split(r"\n\s*\n", unit.text) for p in _text_pieces(part, target)]
+    pieces = [
+        _Piece(group, count_tokens(group), False)
+        for part in re.split(r"\n\s*\n", unit.text)
+        if part.strip()
+        for group in _line_groups(part.strip("\n"), room)
+    ]
+    parts: list[_Piece] = []
+    for packed in _pack(pieces, room, 0):
+        text = _join(packed) if not parts else f"{lead}\n\n{_join(packed)}"
+        parts.append(_Piece(text, count_tokens(text), True))
+    return parts
+
+
+def _code_pieces(text: str, target: int) -> list[_Piece]:
+    """A code block longer than a chunk, by lines, each part inside its own fences."""
+    body = text.removeprefix("```").removesuffix("```").strip("\n")
+    fenced = [f"```\n{part}\n```" for part in _line_groups(body, target - 8)]
+    return [_Piece(part, count_tokens(part), True) for part in fenced]
+
+
+def _line_groups(text: str, room: int) -> list[str]:
+    """Consecutive lines, as written (indentation kept), in groups of at most `room` tokens; a line longer
+    than that is cut between words."""
+    groups: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in text.split("\n"):
+        for piece in _windows(line, room) if count_tokens(line) > room else [line]:
+            n = count_tokens(piece) + 1
+            if current and size + n > room:
+                groups.append("\n".join(current))
+                current, size = [], 0
+            current.append(piece)
+            size += n
+    if current:
+        groups.append("\n".join(current))
+    return groups
 
 
 def _text_pieces(text: str, target: int) -> list[_Piece]:
@@ -149,11 +286,8 @@ def _text_pieces(text: str, target: int) -> list[_Piece]:
         n = count_tokens(sentence)
         if n <= target:
             pieces.append(_Piece(sentence, n, False))
-        else:  # a "sentence" longer than a chunk (a log dump, a long list line): cut by tokens
-            ids = encode(sentence)
-            for start in range(0, len(ids), target):
-                part = decode(ids[start : start + target])
-                pieces.append(_Piece(part, count_tokens(part), False))
+        else:  # a "sentence" longer than a chunk (a log dump, a long list line): cut between words
+            pieces += [_Piece(part, count_tokens(part), False) for part in _windows(sentence, target)]
     return pieces
 
 
@@ -161,11 +295,12 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
 
 
-def _split_table(table: Table, target: int) -> list[tuple[tuple[str, ...], ...]]:
-    """Row groups under `target` tokens (each is rendered under a copy of the header row)."""
+def _split_table(table: Table, rows: tuple[tuple[str, ...], ...], target: int) -> list[tuple[tuple[str, ...], ...]]:
+    """Row groups under `target` tokens (each is rendered under a copy of the header row); every row already
+    fits under the header row alone (_fitting_rows)."""
     parts: list[tuple[tuple[str, ...], ...]] = []
     group: list[tuple[str, ...]] = []
-    for row in table.rows[1:]:
+    for row in rows:
         candidate = table.render((*group, row))
         if group and count_tokens(candidate) > target:
             parts.append(tuple(group))
@@ -176,10 +311,18 @@ def _split_table(table: Table, target: int) -> list[tuple[tuple[str, ...], ...]]
     return parts
 
 
-def _row_groups(table: Table, rows: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
+def _row_groups(table: Table, rows: tuple[tuple[str, ...], ...], target: int, table_limit: int) -> tuple[str, ...]:
     if len(rows) < ROW_GROUP_MIN_ROWS:
         return ()
-    return tuple(table.render(rows[i : i + ROWS_PER_GROUP]) for i in range(0, len(rows), ROWS_PER_GROUP))
+    groups: list[str] = []
+    for i in range(0, len(rows), ROWS_PER_GROUP):
+        group = rows[i : i + ROWS_PER_GROUP]
+        text = table.render(group)
+        if count_tokens(text) < table_limit:
+            groups.append(text)
+        else:
+            groups += [table.render(part) for part in _split_table(table, group, target)]
+    return tuple(groups)
 
 
 def _pack(pieces: list[_Piece], target: int, overlap: int) -> list[list[_Piece]]:

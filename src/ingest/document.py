@@ -69,9 +69,13 @@ class Table:
 
 @dataclass(frozen=True)
 class Unit:
-    """Text that belongs together and is kept whole up to the table limit (an OpenAPI operation)."""
+    """Text that belongs together and is kept whole up to the table limit (an OpenAPI operation).
+
+    When it is too long for one chunk, each part opens with `lead` (an operation's method, path and
+    operationId), so that no part loses what it belongs to."""
 
     text: str
+    lead: str = ""
 
 
 Block = Heading | Paragraph | Table | Unit

@@ -32,6 +32,7 @@ from ingest.upsert import (
 from kb_core.db.embedding_space import check_embedding_space
 from kb_core.embedders.base import Embedder, EmbeddingError
 from kb_core.settings import DEFAULT_MAX_DECOMPRESSED_BYTES
+from kb_core.token_count import EMBEDDING_INPUT_LIMIT
 
 FAILURES = (ParseError, EmbeddingError, VersionConflict, psycopg.Error)
 
@@ -122,7 +123,9 @@ class Ingestor:
             document = parse_document(
                 data, name, max_bytes=self.max_bytes, max_decompressed_bytes=self.max_decompressed_bytes
             )
-            chunks = chunk_document(document)
+            # The configured embedder's input limit; the local model windows any length, so the production one.
+            limit = getattr(self.embedder, "max_input_tokens", None) or EMBEDDING_INPUT_LIMIT
+            chunks = chunk_document(document, max_tokens=limit)
             header = document.header
             prepared = [
                 PreparedChunk(

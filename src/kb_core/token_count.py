@@ -10,6 +10,10 @@ from functools import lru_cache
 
 import tiktoken
 
+# The production embedder's limit per input (text-embedding-3-large): every chunk, with the title and section
+# path it is embedded under, fits it. The local model reads any length in windows, so this is the binding one.
+EMBEDDING_INPUT_LIMIT = 8191
+
 
 @lru_cache(maxsize=1)
 def _encoding() -> tiktoken.Encoding:
@@ -26,3 +30,8 @@ def encode(text: str) -> list[int]:
 
 def decode(tokens: list[int]) -> str:
     return _encoding().decode(tokens)
+
+
+def starts_word(token: int) -> bool:
+    """Whether a token begins with whitespace (cl100k joins a word's leading space to it): a place to cut."""
+    return _encoding().decode_single_token_bytes(token)[:1] in (b" ", b"\n", b"\t")

@@ -84,6 +84,8 @@ def _without_nul(document: ParsedDocument) -> ParsedDocument:
     document.blocks = [
         Table(tuple(tuple(clean(cell) for cell in row) for row in b.rows))
         if isinstance(b, Table)
+        else replace(b, text=clean(b.text), lead=clean(b.lead))
+        if isinstance(b, Unit)
         else replace(b, text=clean(b.text))
         for b in document.blocks
     ]

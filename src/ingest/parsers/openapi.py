@@ -68,7 +68,8 @@ def parse_openapi(data: bytes, *, is_json: bool) -> ParsedDocument:
             blocks.append(Heading(1, tag))
             current_tag = tag
         blocks.append(Heading(2, f"{method.upper()} {path}"))
-        blocks.append(Unit(_render_operation(method, path, operation, resolver)))
+        text = _render_operation(method, path, operation, resolver)
+        blocks.append(Unit(text, lead=_lead(method, path, operation)))
         operations += 1
     if operations == 0:
         raise ParseError("invalid OpenAPI document: no operation (get, post, ...) under 'paths'")
@@ -140,6 +141,12 @@ def _render_operation(method: str, path: str, op: dict[str, Any], resolver: _Res
                 for example in _examples(content, resolver):
                     lines.append(f"  example: {example}")
     return "\n".join(lines).strip()
+
+
+def _lead(method: str, path: str, op: dict[str, Any]) -> str:
+    """What every part of an operation too long for one chunk opens with: its method, path and operationId."""
+    lead = f"{method.upper()} {path}"
+    return f"{lead} · operationId: {op['operationId']}" if op.get("operationId") else lead
 
 
 def _type_of(schema: dict[str, Any]) -> str:

@@ -18,10 +18,10 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from kb_core.db.embedding_space import EmbeddingSpace
 from kb_core.embedders.base import EmbeddingError, Embeddings
 from kb_core.settings import EmbeddingSettings
-from kb_core.token_count import count_tokens
+from kb_core.token_count import EMBEDDING_INPUT_LIMIT, count_tokens
 
 log = logging.getLogger(__name__)
-MAX_INPUT_TOKENS = 8191  # the model's limit per input
+MAX_INPUT_TOKENS = EMBEDDING_INPUT_LIMIT  # the model's limit per input (8191 for every OpenAI embedding model)
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -47,6 +47,8 @@ class _FullJitterOrRetryAfter(wait_random_exponential):
 
 
 class OpenAIEmbedder:
+    max_input_tokens = MAX_INPUT_TOKENS  # the chunker fits every chunk to it (ingest.pipeline)
+
     def __init__(
         self,
         client: openai.OpenAI,
