@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 import pymupdf
@@ -22,6 +22,7 @@ from ingest.hidden import mark_hidden
 _TEXT_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_LIGATURES & ~pymupdf.TEXT_PRESERVE_IMAGES
 _BULLET = re.compile(r"^([•▪◦‣∙·●\-–]|\d+[.)])\s+")
 _LABEL = re.compile(r"^([A-Za-z][A-Za-z ]{1,30}):\s*(.*)$")
+_NUMBER = re.compile(r"[0-9]+")
 _MARGIN = 54.0  # points at the top and bottom of a page where running headers and footers live
 
 
@@ -160,20 +161,44 @@ def _table_rows(table: object, words: list[tuple]) -> list[tuple[str, ...]]:
 
 
 def _drop_running_lines(lines: list[_Line]) -> list[_Line]:
+    """Drop running headers and footers: a line at the top or bottom of at least half the pages that repeats
+    verbatim, or with only a page number changing. Lines are grouped by their text with numbers masked, in
+    one pass; a group is running only if each of its numbers is the same on every page or follows the page
+    (page + a fixed offset). So the last row of each ledger page, 'Article N' headings at page tops and
+    digit lines in the body are kept, where masking digits alone deleted them."""
     pages = max(line.page for line in lines) + 1
     if pages < 3:
         return lines
-    heights: dict[int, float] = {}
+    bottoms: dict[int, float] = {}
     for line in lines:
-        heights[line.page] = max(heights.get(line.page, 0.0), line.bottom)
+        bottoms[line.page] = max(bottoms.get(line.page, 0.0), line.bottom)
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, line in enumerate(lines):
+        if line.top < _MARGIN or line.bottom > bottoms[line.page] - 2:
+            groups[_NUMBER.sub("#", " ".join(line.text.lower().split()))].append(i)
+    heading_size = _body_size(lines) + 0.5
+    drop: set[int] = set()
+    for members in groups.values():
+        group = [lines[i] for i in members]
+        if len({line.page for line in group}) >= pages / 2 and _repeats_by_page(group, heading_size):
+            drop.update(members)
+    return [line for i, line in enumerate(lines) if i not in drop]
 
-    def key(line: _Line) -> str:
-        return re.sub(r"\d+", "#", line.text.lower())
 
-    marginal = [ln for ln in lines if ln.top < _MARGIN or ln.bottom > heights[ln.page] - 2]
-    counts = Counter(key(ln) for ln in marginal)
-    running = {k for k, n in counts.items() if n >= pages / 2}
-    return [ln for ln in lines if not (key(ln) in running and ln in marginal) and not re.fullmatch(r"\d+", ln.text)]
+def _repeats_by_page(group: list[_Line], heading_size: float) -> bool:
+    """Every number in the group's lines is constant, or is the page's number plus a fixed offset (a printed
+    page number). A heading numbered like its page ('Article 4' atop page 4) is not a page number."""
+    numbers = [_NUMBER.findall(line.text) for line in group]
+    if any(len(row) != len(numbers[0]) for row in numbers):
+        return False
+    follows_page = False
+    for column in zip(*numbers, strict=True):
+        if len(set(column)) == 1:
+            continue
+        if any(len(n) > 6 for n in column) or len({int(n) - ln.page for n, ln in zip(column, group, strict=True)}) > 1:
+            return False
+        follows_page = True
+    return not (follows_page and any(line.bold and line.size > heading_size for line in group))
 
 
 def _header_block(lines: list[_Line]) -> tuple[dict[str, object], list[_Line]]:

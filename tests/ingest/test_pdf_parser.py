@@ -1,0 +1,97 @@
+"""PDF: running headers and footers go, and nothing else that sits at a page's top or bottom. Every file is
+a real PDF written in the test with pymupdf, the library the parser reads it with."""
+
+from __future__ import annotations
+
+import pymupdf
+import pytest
+
+from ingest.document import Heading, Paragraph, Table
+from ingest.parsers import parse_document
+
+FIELDS = {
+    "Doc code": "PAY-REF-961",
+    "Title": "Payments Ledger",
+    "Version": "1.0",
+    "Status": "effective",
+    "Effective date": "2026-01-01",
+    "Owner": "Payments Operations Lead",
+    "Department": "payments",
+    "Classification": "internal",
+    "Regulatory refs": "none",
+}
+PAGES = 6
+ROWS = 8
+
+
+def ledger_row(page: int, row: int) -> str:
+    """Dates and amounts that do not move in step with the page number."""
+    day, amount = (page * 7 + row) % 28 + 1, (page * 37 + row * 11) % 900 + 100
+    return f"2026-03-{day:02d} Wire to vendor {page * ROWS + row} {amount}.00"
+
+
+def ledger_pdf(*, footer: bool) -> bytes:
+    """Each page: the running header 'ACME Confidential — Page N', then (after page 1) an 'Article N' heading
+    at the top, then ledger rows down to the page's last line, or to a page-number footer."""
+    document = pymupdf.open()
+    for number in range(PAGES):
+        page = document.new_page()
+        writer = pymupdf.TextWriter(page.rect)  # a Unicode font, for the em dash
+        writer.append((72, 30), f"ACME Confidential — Page {number + 1}", fontsize=9)
+        writer.write_text(page)
+        lines: list[tuple[str, float, str]] = []
+        if number == 0:
+            lines += [(FIELDS["Title"], 20, "hebo"), ("Document control", 11, "helv")]
+            lines += [(f"{label}: {value}", 11, "helv") for label, value in FIELDS.items()]
+        lines += [(f"Article {number + 1}", 14, "hebo"), ("Batch reference", 11, "helv")]
+        lines.append((f"{4471093 + number}", 11, "helv"))  # a line of digits only, in the body
+        lines += [(ledger_row(number, row), 11, "helv") for row in range(ROWS)]
+        y = 60.0
+        for text, size, font in lines:
+            page.insert_text((72, y), text, fontsize=size, fontname=font)
+            y += size * 1.6
+        if footer:
+            page.insert_text((290, 810), f"{number + 1}", fontsize=9, fontname="helv")
+    return document.tobytes()
+
+
+def texts(data: bytes) -> list[str]:
+    document = parse_document(data, "ledger.pdf", max_bytes=5_000_000)
+    out = []
+    for block in document.blocks:
+        if isinstance(block, Table):
+            out += [" ".join(row) for row in block.rows]
+        elif isinstance(block, Heading | Paragraph):
+            out.append(block.text)
+    return out
+
+
+@pytest.mark.parametrize("footer", [False, True], ids=["rows-to-the-foot", "page-number-footer"])
+def test_page_top_article_headings_last_ledger_rows_and_digit_lines_survive_while_the_running_lines_go(footer):
+    blocks = texts(ledger_pdf(footer=footer))
+    text = "\n".join(blocks)
+    assert [f"Article {n}" for n in range(1, PAGES + 1)] == [b for b in blocks if b.startswith("Article")]
+    for number in range(PAGES):
+        assert ledger_row(number, ROWS - 1) in text, number  # the last row of every page
+        assert f"Batch reference {4471093 + number}" in text
+    assert "ACME Confidential" not in text
+    if footer:  # each page number alone at the foot is a running line too
+        assert not [b for b in blocks if b.strip().isdigit()]
+
+
+def test_a_line_repeated_verbatim_atop_most_pages_is_dropped_but_a_last_line_whose_numbers_vary_is_kept():
+    document = pymupdf.open()
+    for number in range(4):
+        page = document.new_page()
+        page.insert_text((72, 36), "Internal use only", fontsize=9, fontname="helv")
+        lines = [(FIELDS["Title"], 20, "hebo"), ("Document control", 11, "helv")] if number == 0 else []
+        lines += [(f"{label}: {value}", 11, "helv") for label, value in FIELDS.items()] if number == 0 else []
+        lines += [(f"{number + 1}. Section", 14, "hebo"), ("Wire cut-off is 15:00 on business days.", 11, "helv")]
+        lines.append((f"Reviewed by desk {number * 3 + 2} of 12", 11, "helv"))  # the page's last line
+        y = 72.0
+        for text, size, font in lines:
+            page.insert_text((72, y), text, fontsize=size, fontname=font)
+            y += 20
+    text = "\n".join(texts(document.tobytes()))
+    assert "Internal use only" not in text
+    assert all(f"Reviewed by desk {n * 3 + 2} of 12" in text for n in range(4))
