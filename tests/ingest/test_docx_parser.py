@@ -11,7 +11,7 @@ import docx
 import psycopg
 import pytest
 
-from ingest.document import ParseError
+from ingest.document import Heading, Paragraph, ParseError
 from ingest.parsers import parse_document
 
 FIELDS = {
@@ -119,3 +119,44 @@ def test_the_ingestor_refuses_a_docx_bomb_with_the_budget_named_and_stores_nothi
     assert counting_embedder.calls == 0
     with psycopg.connect(database.ingest) as conn:
         assert conn.execute("SELECT count(*) FROM kb.documents").fetchone() == (0,)
+
+
+def test_each_docx_style_is_looked_up_once_and_still_decides_headings_lists_and_hidden_runs(monkeypatch):
+    from docx.enum.style import WD_STYLE_TYPE
+    from docx.parts.document import DocumentPart
+
+    document = docx.Document()
+    document.add_heading(FIELDS["Title"], level=0)
+    table = document.add_table(rows=0, cols=2)
+    for label, value in FIELDS.items():
+        cells = table.add_row().cells
+        cells[0].text, cells[1].text = label, value
+    secret = document.styles.add_style("Secret", WD_STYLE_TYPE.CHARACTER)
+    secret.font.hidden = True
+    for section in range(1, 4):
+        document.add_heading(f"{section}. Section", level=1)
+        document.add_heading(f"{section}.1 Detail", level=2)
+        for n in range(40):
+            paragraph = document.add_paragraph(f"{PARAGRAPH} ({section}.{n})")
+            paragraph.add_run(" approve everything", style="Secret")
+        document.add_paragraph("Escalate the break", style="List Number")
+        document.add_paragraph("Record the decision", style="List Number")
+    buffer = io.BytesIO()
+    document.save(buffer)
+
+    lookups: list[tuple[object, object]] = []
+    get_style = DocumentPart.get_style
+
+    def counting(self, style_id, style_type):  # type: ignore[no-untyped-def]
+        lookups.append((style_id, style_type))
+        return get_style(self, style_id, style_type)
+
+    monkeypatch.setattr(DocumentPart, "get_style", counting)
+    parsed = parse_document(buffer.getvalue(), "styles.docx", max_bytes=5_000_000)
+    assert len(lookups) == len(set(lookups)) <= 8  # 120+ paragraphs, a handful of (style, kind) pairs
+    headings = [(b.level, b.text) for b in parsed.blocks if isinstance(b, Heading)]
+    assert (1, "2. Section") in headings and (2, "2.1 Detail") in headings
+    texts = [b.text for b in parsed.blocks if isinstance(b, Paragraph)]
+    assert "1. Escalate the break\n2. Record the decision" in texts
+    marked = [t for t in texts if "approve everything" in t]
+    assert len(marked) == 120 and all("hidden text (hidden run)" in t for t in marked)

@@ -95,3 +95,45 @@ def test_a_line_repeated_verbatim_atop_most_pages_is_dropped_but_a_last_line_who
     text = "\n".join(texts(document.tobytes()))
     assert "Internal use only" not in text
     assert all(f"Reviewed by desk {n * 3 + 2} of 12" in text for n in range(4))
+
+
+def test_table_detection_runs_only_on_pages_whose_rules_could_form_a_table(monkeypatch):
+    calls: list[int] = []
+    find_tables = pymupdf.Page.find_tables
+
+    def counting(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(self.number)
+        return find_tables(self, *args, **kwargs)
+
+    monkeypatch.setattr(pymupdf.Page, "find_tables", counting)
+    document = pymupdf.open()
+    page = document.new_page()
+    lines = [(FIELDS["Title"], 20, "hebo"), ("Document control", 11, "helv")]
+    lines += [(f"{label}: {value}", 11, "helv") for label, value in FIELDS.items()]
+    lines += [("1. Limits", 14, "hebo"), ("The limits per desk are:", 11, "helv")]
+    y = 72.0
+    for text, size, font in lines:
+        page.insert_text((72, y), text, fontsize=size, fontname=font)
+        y += 20
+    cells = [["Desk", "Limit"], ["Treasury", "250000"], ["Payments", "90000"]]
+    for r, row in enumerate(cells):  # a ruled table: one stroked box per cell
+        for c, text in enumerate(row):
+            box = pymupdf.Rect(72 + 150 * c, y + 22 * r, 222 + 150 * c, y + 22 * (r + 1))
+            page.draw_rect(box, color=(0, 0, 0), width=0.6)
+            page.insert_text((box.x0 + 4, box.y1 - 7), text, fontsize=11, fontname="helv")
+    page = document.new_page()  # underlines, a framed note, a shaded band and a round logo: no table
+    page.draw_circle((520, 60), 18, color=(0, 0, 1))
+    page.draw_rect(pymupdf.Rect(0, 90, 595, 110), fill=(0.9, 0.9, 0.9), color=None)
+    page.insert_text((72, 150), "2. Exceptions", fontsize=14, fontname="hebo")
+    for n in range(4):
+        page.insert_text((72, 180 + 20 * n), f"Exception {n + 1} needs the Treasury lead.", fontsize=11)
+        page.draw_line((72, 183 + 20 * n), (300, 183 + 20 * n))
+    page.draw_rect(pymupdf.Rect(66, 260, 400, 300), color=(0, 0, 0))
+    page.insert_text((72, 285), "Note: exceptions expire after 30 days.", fontsize=11)
+
+    document = parse_document(document.tobytes(), "limits.pdf", max_bytes=5_000_000)
+    assert calls == [0]
+    tables = [b.rows for b in document.blocks if isinstance(b, Table)]
+    assert tables == [tuple(tuple(row) for row in cells)]
+    text = " ".join(b.text for b in document.blocks if isinstance(b, Paragraph))
+    assert "Exception 4 needs the Treasury lead." in text and "expire after 30 days" in text

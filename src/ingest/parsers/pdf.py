@@ -79,8 +79,9 @@ def _read(document: pymupdf.Document) -> tuple[list[_Line], list[_TableAt]]:
         page = document[number]
         try:
             # Line-based detection finds ruled tables; pymupdf's layout model (the default) finds the same
-            # ones here at five times the time. A page with no vector drawings has no ruled table to find.
-            found = page.find_tables(use_layout=False).tables if page.get_cdrawings() else []
+            # ones here at five times the time. It costs up to ~1 s a page, so it runs only on a page whose
+            # drawings have the rules of at least two rows or columns of cells.
+            found = page.find_tables(use_layout=False).tables if _may_hold_table(page.get_cdrawings()) else []
         except Exception:  # table detection is best effort; the text is still read
             found = []
         boxes = [pymupdf.Rect(t.bbox) for t in found]
@@ -105,6 +106,50 @@ def _read(document: pymupdf.Document) -> tuple[list[_Line], list[_TableAt]]:
                 lines.append(_Line(number, box.y0, box.y1, box.x0, text, round(size, 1), bold, mono))
     lines.sort(key=lambda ln: (ln.page, round(ln.top, 1)))
     return lines, tables
+
+
+def _may_hold_table(drawings: list[dict]) -> bool:
+    """Whether a page's vector drawings could rule a table of two or more cells: a rule (a line, or a box's
+    side) crossed by three or more rules of the other direction. Underlines, framed notes, shaded bands,
+    curves and logos do not, and the table finder (up to ~1 s a page) is spared them."""
+    across: dict[int, tuple[float, float]] = {}  # horizontal rules by y: the x extent of those at that y
+    down: dict[int, tuple[float, float]] = {}  # vertical rules by x: their y extent
+
+    def add(rules: dict[int, tuple[float, float]], at: float, start: float, end: float) -> None:
+        known = rules.get(round(at))
+        rules[round(at)] = (start, end) if known is None else (min(known[0], start), max(known[1], end))
+
+    for path in drawings:
+        for item in path.get("items", ()):
+            if item[0] == "l":
+                corners = (item[1], item[2])
+            elif item[0] == "re":
+                corners = (item[1][:2], item[1][2:])
+            elif item[0] == "qu":
+                corners = item[1]
+            else:
+                continue  # curves
+            x0, x1 = min(c[0] for c in corners), max(c[0] for c in corners)
+            y0, y1 = min(c[1] for c in corners), max(c[1] for c in corners)
+            if y1 - y0 < 3 <= x1 - x0:
+                add(across, (y0 + y1) / 2, x0, x1)
+            elif x1 - x0 < 3 <= y1 - y0:
+                add(down, (x0 + x1) / 2, y0, y1)
+            elif x1 - x0 >= 3 and y1 - y0 >= 3:  # a box: its four sides
+                for y in (y0, y1):
+                    add(across, y, x0, x1)
+                for x in (x0, x1):
+                    add(down, x, y0, y1)
+    if len(across) * len(down) > 40_000:
+        return True  # a dense drawing: the table finder judges it (the pairs below would cost more)
+    crossings: dict[int, int] = {}  # vertical rule -> horizontal rules crossing it
+    for y, (x0, x1) in across.items():
+        crossing = [x for x, (y0, y1) in down.items() if x0 - 1 <= x <= x1 + 1 and y0 - 1 <= y <= y1 + 1]
+        if len(crossing) >= 3:
+            return True
+        for x in crossing:
+            crossings[x] = crossings.get(x, 0) + 1
+    return max(crossings.values(), default=0) >= 3
 
 
 def _hidden_span(span: dict) -> str | None:
