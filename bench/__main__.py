@@ -6,6 +6,7 @@ ratios, written to bench/results.md and bench/results.json. `--quick` runs every
     python -m bench --scales 100000          # corpus size and 100k only
     python -m bench --quick --out /tmp/b     # every part, tiny
     python -m bench --parts versions --scales 100000   # only the point-in-time part, into the existing results
+    python -m bench --parts parse            # only parse throughput (PDF pages/s, DOCX paragraphs/s), likewise
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -23,7 +25,7 @@ import psycopg
 from evals.golden import load_golden
 from evals.run import fresh_database
 
-from bench import audit, corpus, machine, report, scale, versions
+from bench import audit, corpus, machine, parse, report, scale, versions
 from bench.synthetic import SyntheticCorpus, load, query_vectors
 from kb_core.db.embedded import EmbeddedPostgres
 from kb_core.db.embedding_space import EmbeddingSpace
@@ -52,13 +54,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "bench")
     parser.add_argument(
         "--parts",
-        choices=("all", "versions"),
+        choices=("all", "versions", "parse"),
         default="all",
-        help="versions: only the point-in-time (as_of) part, merged into the existing results.json",
+        help="versions: only the point-in-time (as_of) part; parse: only parse throughput; either merged "
+        "into the existing results.json",
     )
     args = parser.parse_args(argv)
     if args.parts == "versions":
         return versions_only(args)
+    if args.parts == "parse":
+        return parse_only(args)
     started = time.perf_counter()
     state = Path(tempfile.mkdtemp(prefix="kosha-kb-bench-")) if args.quick else REPO / ".kb-bench"
     state.mkdir(exist_ok=True)
@@ -86,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     results["server_memory"] = corpus.server_memory(
         targets, searches=16 if args.quick else 400, clients=4 if args.quick else 8
     )
+
+    print("parse throughput ...", flush=True)
+    results["parse"] = parse.parse_benchmark(args.quick)
 
     scales = [3_000] if args.quick else [int(s) for s in args.scales.split(",") if s]
     results["scale"] = []
@@ -148,6 +156,23 @@ def versions_only(args: argparse.Namespace) -> int:
     results["versions"] = measured
     (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     (args.out / "results.md").write_text(report.render(results))
+    print(f"wrote {args.out / 'results.md'} in {measured['seconds']:.0f} s")
+    return 0
+
+
+def parse_only(args: argparse.Namespace) -> int:
+    """Parse throughput alone (no database), merged into the existing results.json."""
+    started = time.perf_counter()
+    results = json.loads((args.out / "results.json").read_text())
+    measured = parse.parse_benchmark(args.quick)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    measured["command"] = "python -m bench --parts parse" + (" --quick" if args.quick else "")
+    measured["commit"] = commit.stdout.strip()
+    measured["seconds"] = round(time.perf_counter() - started, 1)
+    results["parse"] = measured
+    (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    markdown = args.out / "results.md"
+    markdown.write_text(parse.splice(markdown.read_text(), parse.render(measured)))
     print(f"wrote {args.out / 'results.md'} in {measured['seconds']:.0f} s")
     return 0
 

@@ -57,6 +57,12 @@ def _versions(r: dict[str, Any]) -> list[str]:
     return [*render_versions(v)[:2], *([note, ""] if note else []), *render_versions(v)[2:]]
 
 
+def _parse(r: dict[str, Any]) -> list[str]:
+    from bench.parse import render as render_parse
+
+    return render_parse(r.get("parse"))
+
+
 def render(r: dict[str, Any]) -> str:
     m = r["machine"]
     q, ingest, memory = r["corpus_queries"], r["ingest"], r["server_memory"]
@@ -93,6 +99,7 @@ def render(r: dict[str, Any]) -> str:
         f"(outcomes: {', '.join(ingest['unchanged_outcomes'])}). Peak RSS of the ingesting process: "
         f"{ingest['peak_rss_mb']} MB.",
         "",
+        *_parse(r),
         "## MCP server memory",
         "",
         f"`kb serve --transport http` with the local embedder loaded: {memory['idle_mb']} MB idle, "
