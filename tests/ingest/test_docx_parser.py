@@ -160,3 +160,86 @@ def test_each_docx_style_is_looked_up_once_and_still_decides_headings_lists_and_
     assert "1. Escalate the break\n2. Record the decision" in texts
     marked = [t for t in texts if "approve everything" in t]
     assert len(marked) == 120 and all("hidden text (hidden run)" in t for t in marked)
+
+
+# --- Tracked changes and content controls ---------------------------------------------------------------
+def with_body_xml(data: bytes, header_xml: str, body_xml: str) -> bytes:
+    """The package with its body replaced: `header_xml` (the header table) then `body_xml`, written as Word
+    writes tracked changes and content controls (python-docx has no API for either). The document part's
+    root already declares the w: namespace they use."""
+
+    def change(xml: str) -> str:
+        start = xml.index("<w:body>") + len("<w:body>")
+        end = xml.index("<w:sectPr")
+        return xml[:start] + header_xml + body_xml + xml[end:]
+
+    return repacked(data, change)
+
+
+def paragraph(*inner: str, style: str | None = None) -> str:
+    properties = f'<w:pPr><w:pStyle w:val="{style}"/></w:pPr>' if style else ""
+    return f"<w:p>{properties}{''.join(inner)}</w:p>"
+
+
+def run(text: str) -> str:
+    return f'<w:r><w:t xml:space="preserve">{text}</w:t></w:r>'
+
+
+def inline_control(*inner: str) -> str:
+    return f'<w:sdt><w:sdtPr><w:alias w:val="Field"/></w:sdtPr><w:sdtContent>{"".join(inner)}</w:sdtContent></w:sdt>'
+
+
+def header_table(*, in_controls: bool) -> str:
+    """The header block as a corporate template has it: each value in a content control, inline in the cell's
+    paragraph (most fields) or around the cell's paragraph (Department)."""
+    rows = []
+    for label, value in FIELDS.items():
+        if not in_controls:
+            cell = paragraph(run(value))
+        elif label == "Department":
+            cell = inline_control(paragraph(run(value)))  # a block-level control holding the paragraph
+        else:
+            cell = paragraph(inline_control(run(value)))
+        rows.append(f"<w:tr><w:tc>{paragraph(run(label))}</w:tc><w:tc>{cell}</w:tc></w:tr>")
+    return f"<w:tbl><w:tblGrid><w:gridCol/><w:gridCol/></w:tblGrid>{''.join(rows)}</w:tbl>"
+
+
+def test_tracked_insertions_and_content_controls_are_read_and_deleted_text_is_not():
+    body = "".join(
+        [
+            paragraph(run("1. Escalation"), style="Heading1"),
+            paragraph(
+                run("Breaks are escalated "),
+                '<w:ins w:id="1" w:author="Reviewer" w:date="2026-01-05T10:00:00Z">'
+                + run("within two hours ")
+                + "</w:ins>",
+                '<w:del w:id="2" w:author="Reviewer" w:date="2026-01-05T10:00:00Z">'
+                '<w:r><w:delText xml:space="preserve">within a week </w:delText></w:r></w:del>',
+                inline_control(run("to the Treasury lead.")),
+            ),
+            inline_control(  # a block-level control: a whole section, as the issue found vanish
+                paragraph(run("2. Scope"), style="Heading1"),
+                paragraph(run("The scope covers every payment desk.")),
+            ),
+        ]
+    )
+    data = with_body_xml(docx_bytes(), header_table(in_controls=False), body)
+    document = parse_document(data, "changes.docx", max_bytes=5_000_000)
+    headings = [b.text for b in document.blocks if isinstance(b, Heading) and b.level > 0]
+    texts = [b.text for b in document.blocks if isinstance(b, Paragraph)]
+    assert headings == ["1. Escalation", "2. Scope"]
+    assert "Breaks are escalated within two hours to the Treasury lead." in texts
+    assert "The scope covers every payment desk." in texts
+    assert not any("within a week" in t for t in texts)
+
+
+def test_header_values_inside_content_controls_are_read():
+    body = paragraph(run("1. Escalation"), style="Heading1") + paragraph(run(PARAGRAPH))
+    data = with_body_xml(docx_bytes(), header_table(in_controls=True), body)
+    header = parse_document(data, "template.docx", max_bytes=5_000_000).header
+    assert (header.doc_code, header.department, header.classification.value) == (
+        "CMP-SOP-951",
+        "compliance",
+        "internal",
+    )
+    assert header.owner == "Compliance Lead"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from typing import cast
+from collections.abc import Iterator
+from typing import Any, cast
 
 import docx
 from docx.document import Document as DocxDocument
@@ -14,7 +15,7 @@ from docx.oxml.ns import qn
 from docx.shared import Pt, RGBColor
 from docx.styles.style import CharacterStyle
 from docx.table import Table as DocxTable
-from docx.text.hyperlink import Hyperlink
+from docx.table import _Row
 from docx.text.paragraph import Paragraph as DocxParagraph
 from docx.text.run import Run
 
@@ -79,15 +80,43 @@ def parse_docx(data: bytes) -> ParsedDocument:
     return ParsedDocument(header=build_header(header_raw), blocks=blocks, source_format="docx")
 
 
+# Elements whose content a reader sees as if they were not there: content controls (w:sdt, the body in
+# w:sdtContent), custom XML and smart tags, tracked insertions and moves, hyperlinks and simple fields (the
+# field's shown result). Their siblings w:sdtPr, w:del and w:moveFrom hold no text a reader sees.
+_TRANSPARENT = frozenset(
+    qn(tag)
+    for tag in (
+        "w:sdt",
+        "w:sdtContent",
+        "w:customXml",
+        "w:smartTag",
+        "w:ins",
+        "w:moveTo",
+        "w:hyperlink",
+        "w:fldSimple",
+        "w:dir",
+        "w:bdo",
+    )
+)
+
+
+def _children(element: Any, *tags: str) -> Iterator[Any]:
+    """The children of `element` with one of these tags, in document order, looking through the transparent
+    wrappers (python-docx sees only direct children, so a content control's whole section vanished)."""
+    wanted = {qn(tag) for tag in tags}
+    for child in element.iterchildren():
+        if child.tag in wanted:
+            yield child
+        elif child.tag in _TRANSPARENT:
+            yield from _children(child, *tags)
+
+
 def _body_items(document: DocxDocument) -> list[DocxParagraph | DocxTable]:
     """Paragraphs and tables in document order (python-docx lists them separately)."""
-    items: list[DocxParagraph | DocxTable] = []
-    for element in document.element.body.iterchildren():
-        if element.tag == qn("w:p"):
-            items.append(DocxParagraph(element, document))
-        elif element.tag == qn("w:tbl"):
-            items.append(DocxTable(element, document))
-    return items
+    return [
+        DocxParagraph(element, document) if element.tag == qn("w:p") else DocxTable(element, document)
+        for element in _children(document.element.body, "w:p", "w:tbl")
+    ]
 
 
 class _Styles:
@@ -118,15 +147,16 @@ class _Styles:
 
 def _table_rows(table: DocxTable, styles: _Styles) -> list[tuple[str, ...]]:
     rows = []
-    for row in table.rows:
+    for tr in _children(table._tbl, "w:tr"):  # rows in a repeating-section content control too
         cells: list[str] = []
         previous = None
-        for cell in row.cells:
+        for cell in _Row(tr, table).cells:
             if cell._tc is previous:  # a merged cell is repeated once per grid column it spans
                 continue
             previous = cell._tc
             dark = _shaded(cell._tc)
-            cells.append(" ".join(" ".join(_paragraph_text(p, styles, dark) for p in cell.paragraphs).split()))
+            paragraphs = (DocxParagraph(p, cell) for p in _children(cell._tc, "w:p"))
+            cells.append(" ".join(" ".join(_paragraph_text(p, styles, dark) for p in paragraphs).split()))
         if any(cells):
             rows.append(tuple(cells))
     return rows
@@ -164,15 +194,14 @@ def _paragraph_text(paragraph: DocxParagraph, styles: _Styles, on_dark: bool = F
     reason = None
     properties = paragraph._p.pPr
     on_dark = on_dark or (properties is not None and _shaded(properties))
-    for item in paragraph.iter_inner_content():
-        runs = item.runs if isinstance(item, Hyperlink) else [item]
-        for run in runs:
-            why = _hidden_run(run, paragraph, styles, on_dark)
-            if why != reason and hidden:
-                parts.append(f" {mark_hidden(reason or '', ''.join(hidden))} ")
-                hidden = []
-            reason = why
-            (hidden if why else parts).append(run.text)
+    for element in _children(paragraph._p, "w:r"):  # inserted, in a content control, a link or a field too
+        run = Run(element, paragraph)
+        why = _hidden_run(run, paragraph, styles, on_dark)
+        if why != reason and hidden:
+            parts.append(f" {mark_hidden(reason or '', ''.join(hidden))} ")
+            hidden = []
+        reason = why
+        (hidden if why else parts).append(run.text)
     if hidden:
         parts.append(f" {mark_hidden(reason or '', ''.join(hidden))} ")
     return "".join(parts)
