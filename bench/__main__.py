@@ -7,6 +7,7 @@ ratios, written to bench/results.md and bench/results.json. `--quick` runs every
     python -m bench --quick --out /tmp/b     # every part, tiny
     python -m bench --parts versions --scales 100000   # only the point-in-time part, into the existing results
     python -m bench --parts parse            # only parse throughput (PDF pages/s, DOCX paragraphs/s), likewise
+    python -m bench --parts parse_text       # only parse throughput (Markdown, HTML, OpenAPI), into the results
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import psycopg
 from evals.golden import load_golden
 from evals.run import fresh_database
 
-from bench import audit, corpus, machine, parse, report, scale, versions
+from bench import audit, corpus, machine, parse, parse_text, report, scale, versions
 from bench.synthetic import SyntheticCorpus, load, query_vectors
 from kb_core.db.embedded import EmbeddedPostgres
 from kb_core.db.embedding_space import EmbeddingSpace
@@ -54,16 +55,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "bench")
     parser.add_argument(
         "--parts",
-        choices=("all", "versions", "parse"),
+        choices=("all", "versions", "parse", "parse_text"),
         default="all",
-        help="versions: only the point-in-time (as_of) part; parse: only parse throughput; either merged "
-        "into the existing results.json",
+        help="versions: only the point-in-time (as_of) part; parse: only PDF and DOCX parse throughput; "
+        "parse_text: only Markdown, HTML and OpenAPI parse throughput; each merged into the existing results",
     )
     args = parser.parse_args(argv)
     if args.parts == "versions":
         return versions_only(args)
     if args.parts == "parse":
         return parse_only(args)
+    if args.parts == "parse_text":
+        return parse_text_only(args)
     started = time.perf_counter()
     state = Path(tempfile.mkdtemp(prefix="kosha-kb-bench-")) if args.quick else REPO / ".kb-bench"
     state.mkdir(exist_ok=True)
@@ -88,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         "corpus": versions.corpus_benchmark(targets, model, load_golden(), repeat=1 if args.quick else 3),
         "scale": [],
     }
+    results["parse_text"] = {**parse_text.run(quick=args.quick), "commit": results["machine"]["commit"]}
     results["server_memory"] = corpus.server_memory(
         targets, searches=16 if args.quick else 400, clients=4 if args.quick else 8
     )
@@ -173,6 +177,22 @@ def parse_only(args: argparse.Namespace) -> int:
     (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     markdown = args.out / "results.md"
     markdown.write_text(parse.splice(markdown.read_text(), parse.render(measured)))
+    print(f"wrote {args.out / 'results.md'} in {measured['seconds']:.0f} s")
+    return 0
+
+
+def parse_text_only(args: argparse.Namespace) -> int:
+    """The parse-throughput part alone (no database), merged into the existing results.json."""
+    started = time.perf_counter()
+    results = json.loads((args.out / "results.json").read_text())
+    measured = parse_text.run(quick=args.quick)
+    measured["command"] = "python -m bench --parts parse_text" + (" --quick" if args.quick else "")
+    measured["commit"] = parse_text.commit()
+    measured["seconds"] = round(time.perf_counter() - started, 1)
+    results["parse_text"] = measured
+    (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    markdown = args.out / "results.md"  # only this section is replaced: notes added to the file stay
+    markdown.write_text(parse.splice(markdown.read_text(), parse_text.render(measured)))
     print(f"wrote {args.out / 'results.md'} in {measured['seconds']:.0f} s")
     return 0
 

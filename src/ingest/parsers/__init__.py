@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import PurePosixPath
 
-from ingest.document import HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table, Unit
+from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table, Unit
 from ingest.hidden import reveal_invisible_characters
 from ingest.parsers.budget import check_package_size
 from ingest.parsers.sniff import check_content_matches
@@ -81,15 +82,17 @@ def _without_nul(document: ParsedDocument) -> ParsedDocument:
         owner=clean(header.owner),
         regulatory_refs=tuple(clean(ref) for ref in header.regulatory_refs),
     )
-    document.blocks = [
-        Table(tuple(tuple(clean(cell) for cell in row) for row in b.rows))
-        if isinstance(b, Table)
-        else replace(b, text=clean(b.text), lead=clean(b.lead))
-        if isinstance(b, Unit)
-        else replace(b, text=clean(b.text))
-        for b in document.blocks
-    ]
+    document.blocks = [_cleaned(b, clean) for b in document.blocks]
     return document
+
+
+def _cleaned(block: Block, clean: Callable[[str], str]) -> Block:
+    if isinstance(block, Table):
+        return Table(tuple(tuple(clean(cell) for cell in row) for row in block.rows))
+    if isinstance(block, Unit):
+        return replace(block, text=clean(block.text), lead=clean(block.lead))
+    text = clean(block.text)
+    return block if text == block.text else replace(block, text=text)  # most blocks: no copy
 
 
 def _parse(kind: str, data: bytes, name: str) -> ParsedDocument:

@@ -87,22 +87,36 @@ _INLINE_TAGS = {"span", "a", "em", "strong", "b", "i", "u", "small", "font", "co
 
 def _mark_hidden_elements(body: LexborNode) -> None:
     """Each element a reader would not see becomes its marked text (ingest.hidden), in place: inline as a
-    span, otherwise as a paragraph of its own. Comments are already left out of an element's text."""
-    for _ in range(10_000):  # one element per pass: replacing one detaches the hidden ones inside it
-        hidden = next(
-            (n for n in body.css("[hidden], [aria-hidden], [style]") if hidden_by_attributes(n.attributes)), None
-        )
-        if hidden is None:
-            return
-        marked = mark_hidden(hidden_by_attributes(hidden.attributes) or "", _inline(hidden))
-        if not marked:
-            hidden.decompose()
+    span, otherwise as a paragraph of its own. Comments are already left out of an element's text. One query,
+    outermost hidden elements only (the text of those inside is in their marker): a query per hidden element
+    was quadratic."""
+    hidden = [
+        (node, reason)
+        for node in body.css("[hidden], [aria-hidden], [style]")
+        if (reason := hidden_by_attributes(node.attributes))
+    ]
+    hidden_ids = {node.mem_id for node, _ in hidden}
+    for node, reason in hidden:
+        if _has_ancestor_in(node, hidden_ids):
             continue
-        tag = "span" if hidden.tag in _INLINE_TAGS else "p"
+        marked = mark_hidden(reason, _inline(node))
+        if not marked:
+            node.decompose()
+            continue
+        tag = "span" if node.tag in _INLINE_TAGS else "p"
         replacement = LexborHTMLParser(f"<{tag}></{tag}>").css_first(tag)
         assert replacement is not None
         replacement.insert_child(marked)
-        hidden.replace_with(replacement)
+        node.replace_with(replacement)
+
+
+def _has_ancestor_in(node: LexborNode, ids: set[int]) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.mem_id in ids:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _has_element_children(node: LexborNode) -> bool:
