@@ -1,21 +1,35 @@
 """HTML: the header block is a <dl class="document-control">; the body is walked in document order.
 
-Page chrome (navigation, breadcrumbs, footers, scripts) is not content and is skipped.
+Where the page marks its main content (<main>, role="main", itemprop="articleBody": Read the Docs, Sphinx
+and most documentation themes do), only that is read. Page chrome (navigation, breadcrumbs, footers,
+scripts) is skipped by tag, by ARIA role, and by class names matched as whole words: a class-name substring
+match on "nav" once skipped the Read the Docs theme's main column ("wy-nav-content"). Text outside any block
+element (a heading left unclosed before its paragraphs, text beside a <div>) is kept in order.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, Table, normalise_space
 from ingest.header import build_header
-from ingest.hidden import hidden_by_attributes, mark_hidden
+from ingest.hidden import hidden_by_attributes, hidden_by_style, mark_hidden
 from ingest.parsers.text import decode_text
 
-_SKIP_TAGS = {"script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form", "button", "svg"}
-_SKIP_CLASS = re.compile(r"(^|[\s_-])(nav|navbar|breadcrumbs?|footer|menu|sidebar|toolbar|skip-link)($|[\s_-])", re.I)
+_SKIP_TAGS = {"script", "style", "noscript", "template", "nav", "header", "footer", "form", "button", "svg"}
+# A class is chrome when it is one of these words, or ends in one after a hyphen ("wiki-nav", "site-footer").
+_CHROME_WORDS = {"nav", "navbar", "breadcrumb", "breadcrumbs", "footer", "menu", "toolbar", "skip-link", "topbar"}
+_CHROME_CLASSES = {"sphinxsidebar", "wy-nav-side", "rst-versions", "related", "headerlink"}
+_CHROME_ROLES = {"navigation", "banner", "contentinfo", "search"}
+_MAIN = "main, [role=main], [itemprop=articleBody]"
+_BLOCK_TAGS = {
+    *("p", "div", "section", "article", "main", "aside", "header", "footer", "nav", "blockquote", "pre", "table"),
+    *("ul", "ol", "dl", "li", "figure", "figcaption", "address", "details", "summary", "form", "fieldset", "hr"),
+    *("h1", "h2", "h3", "h4", "h5", "h6"),
+}
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _TEXT_BLOCKS = {"p", "pre", "blockquote", "figcaption", "address"}
 
@@ -46,46 +60,131 @@ def parse_html(data: bytes) -> ParsedDocument:
     body = tree.body or tree.root
     blocks: list[Block] = []
     if body is not None:
-        _mark_hidden_elements(body)
-        _walk(body, blocks)
+        _mark_hidden_elements(body, _stylesheet_hidden(tree))
+        main = body.css_first(_MAIN)
+        if main is not None:
+            title = body.css_first("h1")  # themes often put the page's h1 above the main column
+            if title is not None and not _inside(title, main):
+                _visit(title, blocks, main_found=True)
+        _walk(main or body, blocks, main_found=main is not None)
     return ParsedDocument(header=header, blocks=blocks, source_format="html")
 
 
-def _walk(node: LexborNode, blocks: list[Block]) -> None:
-    for child in node.iter(include_text=False):
-        tag = child.tag
-        if tag in _SKIP_TAGS or _SKIP_CLASS.search(child.attributes.get("class") or ""):
+def _is_chrome(node: LexborNode, main_found: bool) -> bool:
+    if node.tag in _SKIP_TAGS:
+        return True
+    attributes = node.attributes
+    if (attributes.get("role") or "").lower() in _CHROME_ROLES:
+        return True
+    for token in (attributes.get("class") or "").lower().split():
+        if token in _CHROME_CLASSES or token in _CHROME_WORDS or token.rsplit("-", 1)[-1] in _CHROME_WORDS:
+            return True
+        if token == "sidebar" and not main_found:  # in a main column, a sidebar is a boxed note of the text
+            return True
+    return False
+
+
+def _walk(node: LexborNode, blocks: list[Block], main_found: bool) -> None:
+    _walk_nodes(node.iter(include_text=True), blocks, main_found)
+
+
+def _walk_nodes(nodes: Iterable[LexborNode], blocks: list[Block], main_found: bool) -> None:
+    """Block elements in order; runs of text and inline elements between them become paragraphs."""
+    run: list[str] = []
+
+    def flush() -> None:
+        text = normalise_space(re.sub(r"\s+", " ", "".join(run)))
+        run.clear()
+        if text:
+            blocks.append(Paragraph(text))
+
+    for child in nodes:
+        if child.is_text_node:
+            run.append(child.text_content or "")
+        elif child.is_comment_node or _is_chrome(child, main_found):
             continue
-        if tag == "dl" and "document-control" in (child.attributes.get("class") or ""):
-            continue
-        if tag in _HEADINGS:
-            text = _inline(child)
-            if text:
-                blocks.append(Heading(_HEADINGS[tag], text))
-        elif tag == "table":
-            table = _table(child)
-            if table is not None:
-                blocks.append(table)
-        elif tag in ("ul", "ol"):
-            blocks.append(Paragraph(_list(child, ordered=tag == "ol")))
-        elif tag == "pre":
-            blocks.append(Paragraph("```\n" + (child.text(deep=True) or "").strip("\n") + "\n```"))
-        elif tag in _TEXT_BLOCKS or tag == "dl":
-            text = _inline(child) if tag != "dl" else _definition_list(child)
-            if text:
-                blocks.append(Paragraph(text))
-        elif _has_element_children(child):
-            _walk(child, blocks)
+        elif child.tag in _BLOCK_TAGS or child.tag in ("table", "dl"):
+            flush()
+            _visit(child, blocks, main_found)
         else:
-            text = _inline(child)
-            if text:
-                blocks.append(Paragraph(text))
+            run.append(child.text(deep=True, separator="") or "")
+    flush()
+
+
+def _visit(child: LexborNode, blocks: list[Block], main_found: bool) -> None:
+    tag = child.tag
+    if tag == "dl" and "document-control" in (child.attributes.get("class") or ""):
+        return
+    if tag in _HEADINGS:
+        # A heading left unclosed swallows the blocks after it (the parser nests them inside): the heading
+        # is its text up to the first block element, the rest is read as what follows it.
+        children = list(child.iter(include_text=True))
+        first_block = next((i for i, c in enumerate(children) if c.tag in _BLOCK_TAGS), len(children))
+        text = normalise_space(
+            re.sub(r"\s+", " ", "".join(_node_text(c) for c in children[:first_block] if not c.is_comment_node))
+        )
+        if text:
+            blocks.append(Heading(_HEADINGS[tag], text))
+        _walk_nodes(children[first_block:], blocks, main_found)
+    elif tag == "table":
+        table = _table(child)
+        if table is not None:
+            blocks.append(table)
+    elif tag in ("ul", "ol"):
+        blocks.append(Paragraph(_list(child, ordered=tag == "ol")))
+    elif tag == "pre":
+        blocks.append(Paragraph("```\n" + (child.text(deep=True) or "").strip("\n") + "\n```"))
+    elif tag in _TEXT_BLOCKS or tag == "dl":
+        text = _inline(child) if tag != "dl" else _definition_list(child)
+        if text:
+            blocks.append(Paragraph(text))
+    else:
+        _walk(child, blocks, main_found)
+
+
+def _node_text(node: LexborNode) -> str:
+    return (node.text_content or "") if node.is_text_node else (node.text(deep=True, separator="") or "")
+
+
+def _inside(node: LexborNode, ancestor: LexborNode) -> bool:
+    return _has_ancestor_in(node, {ancestor.mem_id})
 
 
 _INLINE_TAGS = {"span", "a", "em", "strong", "b", "i", "u", "small", "font", "code", "mark", "sup", "sub", "label"}
 
 
-def _mark_hidden_elements(body: LexborNode) -> None:
+_CSS_RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
+MAX_HIDING_RULES = 200
+
+
+def _stylesheet_hidden(tree: LexborHTMLParser) -> list[tuple[LexborNode, str]]:
+    """Elements hidden by a rule of the page's own <style> sheets (`.note { display: none }`): a reader sees
+    them no more than an inline display:none. Simple selectors only; pseudo-classes (:hover) never hide
+    for good and are ignored, as are at-rule bodies' nesting (print-only rules hide on paper, not on screen)."""
+    css = "\n".join(style.text(deep=True) or "" for style in tree.css("style"))
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.S)
+    css = re.sub(r"@media[^{]*\{(?:[^{}]*\{[^{}]*\})*[^{}]*\}", "", css)  # @media print { ... } and the like
+    found: list[tuple[LexborNode, str]] = []
+    rules = 0
+    for selectors, declarations in _CSS_RULE.findall(css):
+        reason = hidden_by_style(declarations.strip())
+        if reason is None:
+            continue
+        rules += 1
+        if rules > MAX_HIDING_RULES:
+            break
+        for selector in selectors.split(","):
+            selector = selector.strip()
+            if not selector or ":" in selector or selector.startswith("@"):
+                continue
+            try:
+                found += [(node, f"{reason} by a stylesheet") for node in tree.css(selector)]
+            except (ValueError, SyntaxError):
+                continue  # a selector the CSS engine does not read
+    return found
+
+
+def _mark_hidden_elements(body: LexborNode, styled: list[tuple[LexborNode, str]]) -> None:
     """Each element a reader would not see becomes its marked text (ingest.hidden), in place: inline as a
     span, otherwise as a paragraph of its own. Comments are already left out of an element's text. One query,
     outermost hidden elements only (the text of those inside is in their marker): a query per hidden element
@@ -95,10 +194,13 @@ def _mark_hidden_elements(body: LexborNode) -> None:
         for node in body.css("[hidden], [aria-hidden], [style]")
         if (reason := hidden_by_attributes(node.attributes))
     ]
+    hidden += styled
     hidden_ids = {node.mem_id for node, _ in hidden}
+    done: set[int] = set()
     for node, reason in hidden:
-        if _has_ancestor_in(node, hidden_ids):
+        if node.mem_id in done or _has_ancestor_in(node, hidden_ids):
             continue
+        done.add(node.mem_id)
         marked = mark_hidden(reason, _inline(node))
         if not marked:
             node.decompose()
@@ -117,10 +219,6 @@ def _has_ancestor_in(node: LexborNode, ids: set[int]) -> bool:
             return True
         parent = parent.parent
     return False
-
-
-def _has_element_children(node: LexborNode) -> bool:
-    return any(True for _ in node.iter(include_text=False))
 
 
 def _inline(node: LexborNode) -> str:
