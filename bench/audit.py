@@ -38,10 +38,10 @@ def audit_overhead(targets: DatabaseTargets, embedder: LocalEmbedder, rounds: in
 
 async def _measure(targets: DatabaseTargets, embedder: LocalEmbedder, questions: list[str]) -> dict[str, Any]:
     from mcp import Client
-    from psycopg_pool import AsyncConnectionPool
 
     from kb_core.settings import load_settings
     from kb_server.audit import DatabaseAuditWriter, holding_request_connection, request_connection
+    from kb_server.db.pools import ReaderPools
     from kb_server.server import build_server
 
     settings = load_settings()
@@ -63,8 +63,10 @@ async def _measure(targets: DatabaseTargets, embedder: LocalEmbedder, questions:
     # The write alone, as the server makes it: one INSERT on the connection the request read with.
     writes: list[float] = []
     unflushed: list[float] = []
-    async with AsyncConnectionPool(targets.server, min_size=1, max_size=1, kwargs={"autocommit": True}) as pool:
-        writer = DatabaseAuditWriter(pool)
+    pools = ReaderPools(targets.server, settings.database)
+    try:
+        pool = await pools.get(Role.ANALYST)  # the records are the analyst's calls: its login writes them
+        writer = DatabaseAuditWriter(pools)
         async with holding_request_connection(), request_connection(pool) as conn:
             for record in memory.records[: len(questions)]:
                 started = time.perf_counter()
@@ -77,6 +79,8 @@ async def _measure(targets: DatabaseTargets, embedder: LocalEmbedder, questions:
                 await writer.write(record)
                 unflushed.append((time.perf_counter() - started) * 1000)
             await conn.execute("RESET synchronous_commit")
+    finally:
+        await pools.close()
     on, off = summary(with_audit), summary(without)
     return {
         "calls_each": len(with_audit),

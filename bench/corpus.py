@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import psycopg
 from evals.golden import load_golden
-from pgvector.psycopg import register_vector_async
 
 from bench.timing import measure, summary
 from kb_core.db.targets import DatabaseTargets
 from kb_core.embedders.local import LocalEmbedder
 from kb_core.roles import Role
+from kb_server.db.pools import RoleConnections
 from kb_server.search import hybrid_search
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,10 +60,10 @@ def query_benchmarks(targets: DatabaseTargets, embedder: LocalEmbedder, rounds: 
     embed_ms, vectors = measure(iter_call(embedder.embed_query, texts), len(texts))
 
     async def sql_and_tool() -> dict[str, Any]:
-        async with await psycopg.AsyncConnection.connect(targets.server, autocommit=True) as conn:
-            await register_vector_async(conn)
+        async with RoleConnections(targets.server) as connections:
             samples = []
             for question, vector in zip(questions, vectors, strict=True):
+                conn = await connections.get(question.role)
                 started = time.perf_counter()
                 await hybrid_search(
                     conn, question.role, text=question.question, vector=vector, departments=None, limit=8

@@ -15,6 +15,7 @@ from pgvector.psycopg import register_vector, register_vector_async
 from bench.naive import NAIVE_SQL, build_naive
 from bench.synthetic import MARKERS, MEDIUM_DEPARTMENT, SMALL_DEPARTMENT, SyntheticCorpus, load, query_vectors
 from bench.timing import summary
+from kb_core.db.targets import reader_conninfo
 from kb_core.roles import Role
 from kb_server.db.reader import reader_transaction
 from kb_server.search import RRF_K, hybrid_search, hybrid_sql, statement_params
@@ -150,6 +151,7 @@ def run_scale(
     superuser: str, server: str, spec: SyntheticCorpus, *, queries: int, repeat: int, naive: bool = True
 ) -> dict[str, Any]:
     result: dict[str, Any] = {"chunks": spec.chunks, "dimensions": spec.dimensions}
+    server = reader_conninfo(server, ROLE)  # the benchmark's role's own login, as the server would use
     result["build"] = {k: round(v, 1) for k, v in load(superuser, spec).items()}
     result["sizes"] = sizes(superuser)
     vectors = query_vectors(spec, queries)

@@ -20,7 +20,6 @@ from typing import Any
 import psycopg
 from evals.golden import load_golden
 from evals.run import fresh_database, reusable_database
-from pgvector.psycopg import register_vector_async
 
 from bench.scale import FILTERS, ROLE, TOP_K
 from bench.synthetic import MARKERS, SyntheticCorpus, load, query_vectors
@@ -28,6 +27,7 @@ from bench.timing import summary
 from kb_core.db.embedded import EmbeddedPostgres
 from kb_core.db.embedding_space import EmbeddingSpace
 from kb_core.embedders.local import LocalEmbedder
+from kb_server.db.pools import RoleConnections
 from kb_server.search import hybrid_search
 
 REPO = Path(__file__).resolve().parents[1]
@@ -62,13 +62,15 @@ VARIANTS = {"before (ts_rank)": _before_search, "now (BM25)": lambda: hybrid_sea
 async def _time_cases(server: str, cases: list[tuple[Any, ...]], rounds: int) -> dict[str, dict[str, float]]:
     samples: dict[str, list[float]] = {name: [] for name in VARIANTS}
     searches = {name: make() for name, make in VARIANTS.items()}
-    async with await psycopg.AsyncConnection.connect(server, autocommit=True) as conn:
-        await register_vector_async(conn)
+    async with RoleConnections(server) as connections:
         for role, text, vector, departments in cases:  # warm-up, untimed
             for search in searches.values():
-                await search(conn, role, text=text, vector=vector, departments=departments, limit=TOP_K)
+                await search(
+                    await connections.get(role), role, text=text, vector=vector, departments=departments, limit=TOP_K
+                )
         for _ in range(rounds):
             for role, text, vector, departments in cases:
+                conn = await connections.get(role)
                 for name, search in searches.items():  # interleaved: both see the same load
                     started = time.perf_counter()
                     await search(conn, role, text=text, vector=vector, departments=departments, limit=TOP_K)

@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from pgvector.psycopg import register_vector_async
 
 from bench.synthetic import MARKERS
 from bench.timing import summary
 from kb_core.db.targets import DatabaseTargets
 from kb_core.roles import Role
+from kb_server.db.pools import RoleConnections
 from kb_server.search import hybrid_search
 
 # The corpus's earlier versions took effect in 2024-2025 and their successors in 2026: mid-2025 reads the
@@ -38,16 +38,18 @@ SCALE_FILTERS = {"none": None, "1%": ["finance"]}
 TOP_K = 8
 
 
-async def _time_modes(conn, cases, modes: dict[str, date | None], repeat: int) -> dict[str, Any]:
+async def _time_modes(connections, cases, modes: dict[str, date | None], repeat: int) -> dict[str, Any]:
     """Every case once untimed per mode, then `repeat` timed rounds with the modes interleaved, so that no mode
     has the cache to itself."""
     samples: dict[str, list[float]] = {mode: [] for mode in modes}
     rows: dict[str, list[int]] = {mode: [] for mode in modes}
     for as_of in modes.values():
         for role, text, vector, departments in cases:
+            conn = await connections.get(role)
             await hybrid_search(conn, role, text=text, vector=vector, departments=departments, limit=TOP_K, as_of=as_of)
     for _ in range(repeat):
         for role, text, vector, departments in cases:
+            conn = await connections.get(role)
             for mode, as_of in modes.items():
                 started = time.perf_counter()
                 hits = await hybrid_search(
@@ -63,9 +65,8 @@ def corpus_benchmark(targets: DatabaseTargets, embedder, questions, repeat: int)
     cases = [(q.role, q.question, v, None) for q, v in zip(questions, vectors, strict=True)]
 
     async def run() -> dict[str, Any]:
-        async with await psycopg.AsyncConnection.connect(targets.server, autocommit=True) as conn:
-            await register_vector_async(conn)
-            return await _time_modes(conn, cases, {"current": None, **CORPUS_DATES}, repeat)
+        async with RoleConnections(targets.server) as connections:
+            return await _time_modes(connections, cases, {"current": None, **CORPUS_DATES}, repeat)
 
     return {"questions": len(questions), "modes": asyncio.run(run())}
 
@@ -109,13 +110,14 @@ def scale_benchmark(superuser: str, server: str, vectors: np.ndarray, repeat: in
 
     async def run() -> dict[str, Any]:
         out: dict[str, Any] = {}
-        async with await psycopg.AsyncConnection.connect(server, autocommit=True) as conn:
-            await register_vector_async(conn)
+        async with RoleConnections(server) as connections:
             for term_kind, (term, _) in MARKERS.items():
                 for filter_name, departments in SCALE_FILTERS.items():
                     cases = [(SCALE_ROLE, term, v, departments) for v in vectors]
                     modes = {"current": None, **SCALE_DATES}
-                    out[f"{term_kind} term, filter {filter_name}"] = await _time_modes(conn, cases, modes, repeat)
+                    out[f"{term_kind} term, filter {filter_name}"] = await _time_modes(
+                        connections, cases, modes, repeat
+                    )
         return out
 
     result["cases"] = asyncio.run(run())

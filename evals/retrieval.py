@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import psycopg
-from pgvector.psycopg import register_vector_async
 
 from evals.golden import GoldenQuestion
 from evals.metrics import Ranked, mean, ndcg_at, recall_at, reciprocal_rank
 from kb_core.embedders.base import Embedder
 from kb_core.roles import Classification, Role
+from kb_server.db.pools import RoleConnections
 from kb_server.search import DEFAULT_BM25, DEFAULT_FUSION, TEXT_QUERY, TEXT_RANK, Bm25, Fusion, Hit, hybrid_search
 
 MODES = ("hybrid", "vector", "text")
@@ -97,8 +97,7 @@ async def run_questions(
 ) -> Run:
     """Every question as its own role (or `role` for all), the way search_knowledge_base runs it."""
     outcomes = []
-    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
-        await register_vector_async(conn)
+    async with RoleConnections(conninfo) as connections:
         for question in questions:
             started = time.perf_counter()
             vector = None
@@ -106,7 +105,7 @@ async def run_questions(
                 known = vectors.get(question.id) if vectors is not None else None
                 vector = known if known is not None else embedder.embed_query(question.question)
             hits = await hybrid_search(
-                conn,
+                await connections.get(role or question.role),
                 role or question.role,
                 text=question.question,
                 vector=vector,

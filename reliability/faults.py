@@ -262,7 +262,7 @@ def database_restart(
         result.server_pid_unchanged = server.pid == pid and server.process.is_running()
         result.server_alive = server.process.poll() is None
         with psycopg.connect(cluster.superuser) as conn:
-            row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = 'kb_server'").fetchone()
+            row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE usename LIKE 'kb\\_server%'").fetchone()
             result.kb_server_connections_after = int(row[0]) if row else -1
     return result
 

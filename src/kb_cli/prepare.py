@@ -11,6 +11,7 @@ from __future__ import annotations
 import psycopg
 
 from kb_core.db.targets import DatabaseTargets, redact, resolve_database
+from kb_core.roles import Role
 from kb_core.settings import Settings
 
 CHECK_TIMEOUT_S = 2
@@ -52,7 +53,40 @@ def prepare_database(settings: Settings) -> DatabaseTargets:
             )
     if problem:
         raise NotReady(problem)
+    _check_reader_logins(targets)
     return targets
+
+
+def check_audit_target(settings: Settings, targets: DatabaseTargets) -> None:
+    """A server reading from a read replica needs the primary for its audit records: say so before serving."""
+    from kb_server.server import REPLICA_WITHOUT_PRIMARY
+
+    with psycopg.connect(targets.server, autocommit=True, connect_timeout=CHECK_TIMEOUT_S) as conn:
+        replica = (conn.execute("SELECT pg_is_in_recovery()").fetchone() or (False,))[0]
+    if replica and settings.database.audit_write_url is None:
+        raise NotReady(REPLICA_WITHOUT_PRIMARY)
+    if replica and settings.database.audit_write_url is not None:
+        primary = settings.database.audit_write_url.get_secret_value()
+        try:
+            psycopg.connect(primary, autocommit=True, connect_timeout=CHECK_TIMEOUT_S).close()
+        except psycopg.OperationalError as exc:
+            raise NotReady(
+                f"cannot reach the primary for audit records ({redact(primary)}): {_first_line(exc)}; "
+                "check KB_AUDIT_WRITE_DATABASE_URL"
+            ) from None
+
+
+def _check_reader_logins(targets: DatabaseTargets) -> None:
+    """Each reader role is served on a login of its own (sql/010); one that cannot log in is named now,
+    not on the first request of its role."""
+    for role in Role:
+        try:
+            psycopg.connect(targets.reader(role), autocommit=True, connect_timeout=CHECK_TIMEOUT_S).close()
+        except psycopg.OperationalError as exc:
+            raise NotReady(
+                f"cannot log in to {redact(targets.reader(role))} (the {role.value} reader's login): "
+                f"{_first_line(exc)}; give it the kb_server password (README: Run it in production)"
+            ) from None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -37,7 +37,7 @@ async def run_search(
     with psycopg.connect(targets.server, autocommit=True) as check:
         check_embedding_space(check, embedder.space)
     vector = embedder.embed_query(query)
-    async with await psycopg.AsyncConnection.connect(targets.server, autocommit=True) as conn:
+    async with await psycopg.AsyncConnection.connect(targets.reader(role), autocommit=True) as conn:
         await register_vector_async(conn)
         hits = await hybrid_search(
             conn,
@@ -53,7 +53,7 @@ async def run_search(
     when = f" as of {as_of.isoformat()}" if as_of else ""
     console.print(f"[bold]{len(result.documents)} chunks[/] for {query!r} as {role.value}{when}", highlight=False)
     if not hits:
-        async with await psycopg.AsyncConnection.connect(targets.server, autocommit=True) as conn:
+        async with await psycopg.AsyncConnection.connect(targets.reader(role), autocommit=True) as conn:
             hint = await empty_knowledge_base_hint(conn, role)
         if hint:
             console.print(f"[yellow]{hint}[/]", highlight=False)

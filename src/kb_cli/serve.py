@@ -16,7 +16,7 @@ def serve(
     """Serve the MCP tools: over stdio, or over HTTP with bearer tokens."""
     from kb_cli.lifecycle import exit_at_once_on_signals, hangup_as_terminate, port_in_use
     from kb_cli.logs import plain_logging
-    from kb_cli.prepare import prepare_database
+    from kb_cli.prepare import check_audit_target, prepare_database
     from kb_server.server import build_server
 
     settings = settings_or_exit()
@@ -27,6 +27,7 @@ def serve(
     if transport == "stdio":
         exit_at_once_on_signals()
         targets = prepare_database(settings)
+        check_audit_target(settings, targets)
         server = build_server(settings, targets.server)
         err.print(f"kosha-kb serving MCP over stdio as role {settings.server.role.value}", highlight=False)
         server.run("stdio")
@@ -55,6 +56,7 @@ def serve(
         raise typer.Exit(2) from None
     hangup_as_terminate()
     targets = prepare_database(settings)
+    check_audit_target(settings, targets)
     server = build_server(settings, targets.server)
     if not len(tokens):
         err.print(

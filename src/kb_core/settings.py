@@ -53,6 +53,12 @@ class DatabaseSettings(BaseSettings):
         validation_alias="KB_INGEST_DATABASE_URL",
         description="The writer's login (kb_ingest). Default: DATABASE_URL with user kb_ingest.",
     )
+    audit_write_url: SecretStr | None = Field(
+        None,
+        validation_alias="KB_AUDIT_WRITE_DATABASE_URL",
+        description="When KB_SERVER_DATABASE_URL is a read replica: the primary, as kb_server, where each "
+        "call's audit record is written (a replica takes no writes). Unset: the server's own database.",
+    )
     server_password: SecretStr | None = Field(None, validation_alias="KB_SERVER_DB_PASSWORD")
     ingest_password: SecretStr | None = Field(None, validation_alias="KB_INGEST_DB_PASSWORD")
     state_dir: Path = Field(default_factory=default_state_dir, validation_alias="KB_STATE_DIR")
@@ -71,7 +77,7 @@ class DatabaseSettings(BaseSettings):
     )
     statement_timeout_ms: int = Field(10_000, ge=100, le=600_000, validation_alias="KB_DB_STATEMENT_TIMEOUT_MS")
 
-    @field_validator("url", "server_url", "ingest_url")
+    @field_validator("url", "server_url", "ingest_url", "audit_write_url")
     @classmethod
     def _postgres_scheme(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None and not value.get_secret_value().startswith(("postgresql://", "postgres://")):

@@ -31,7 +31,9 @@ from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from kb_core.roles import Role
 from kb_server.citations import CitationError, parse_citation
+from kb_server.db.pools import ReaderPools
 
 logger = logging.getLogger(__name__)
 
@@ -99,18 +101,22 @@ class AuditWriter(Protocol):
 
 class DatabaseAuditWriter:
     """Appends records to kb.audit_log as the server's login (which may INSERT and nothing else), on the
-    connection the request already read with when there is one: the record then costs one round trip."""
+    connection the request already read with when there is one: the record then costs one round trip.
+    Otherwise on a connection of the record's role's login (kb_server.db.pools)."""
 
-    def __init__(self, pool: AsyncConnectionPool) -> None:
-        self.pool = pool
+    def __init__(self, pools: ReaderPools, *, on_request_connection: bool = True) -> None:
+        self.pools = pools
+        # False when the records go to another database than the reads (the primary of a read replica).
+        self.on_request_connection = on_request_connection
 
     async def write(self, record: AuditRecord, *, wait_s: float | None = None) -> None:
-        held = _held.get()
+        held = _held.get() if self.on_request_connection else None
         if held is not None and held.usable():
             assert held.conn is not None
             await held.conn.execute(_INSERT, record.row())
             return
-        async with self.pool.connection(timeout=wait_s) as conn:
+        pool = await self.pools.get(Role(record.caller.role))
+        async with pool.connection(timeout=wait_s) as conn:
             await conn.execute(_INSERT, record.row())
 
 

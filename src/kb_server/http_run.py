@@ -57,6 +57,9 @@ def run_http(app: Any, settings: ServerSettings) -> None:
     import uvicorn
 
     configure_logging()
+    if settings.stateless:
+        # Stateless, the SDK logs "Terminating session: None" at INFO for every request: noise, not news.
+        logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
     uvicorn.run(
         app,
         host=settings.http_host,

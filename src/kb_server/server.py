@@ -1,9 +1,10 @@
 """The MCP server: read-only tools and kb:// resources over the knowledge base, under the caller's role.
 
-The lifespan owns the connection pool (the kb_server login), the query embedder and the settings. Every
-request runs as one reader role: over stdio (and in-process) the configured role, over HTTP the role of
-the caller's bearer token (kb_server.http). Failures the calling model can fix raise ToolError with a
-message saying what to change; nothing is ever returned as an error string.
+The lifespan owns the connection pools (one per reader role, each on that role's own login), the query
+embedder and the settings. Every request runs as one reader role: over stdio (and in-process) the
+configured role, over HTTP the role of the caller's bearer token (kb_server.http). Failures the calling
+model can fix raise ToolError with a message saying what to change; nothing is ever returned as an error
+string.
 """
 
 from __future__ import annotations
@@ -23,9 +24,8 @@ import psycopg
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.types import ToolAnnotations
-from pgvector.psycopg import register_vector_async
 from psycopg import AsyncConnection
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from psycopg_pool import PoolTimeout
 from pydantic import Field
 
 from kb_core.db.embedding_space import check_embedding_space
@@ -37,6 +37,7 @@ from kb_core.version import package_version
 from kb_server.argument_errors import PlainArgumentErrors
 from kb_server.audit import AuditedMCPServer, AuditWriter, Caller, DatabaseAuditWriter, request_connection
 from kb_server.citations import CitationError, parse_citation
+from kb_server.db.pools import ReaderPools
 from kb_server.documents import (
     ListedDocument,
     StoredDocument,
@@ -81,7 +82,7 @@ class KnowledgeBase:
     """What every request needs, created once by the server's lifespan."""
 
     settings: Settings
-    pool: AsyncConnectionPool
+    pools: ReaderPools
     embedder: Embedder
     default_role: Role
     audit: AuditWriter
@@ -107,30 +108,24 @@ def build_server(
         if load is not None:
             await anyio.to_thread.run_sync(load)  # at start-up, not on the first query
         probe.embedder_loaded = True
-        pool = AsyncConnectionPool(
-            server_conninfo,
-            min_size=settings.database.pool_min_size,
-            max_size=settings.database.pool_max_size,
-            kwargs={"autocommit": True, "options": f"-c statement_timeout={settings.database.statement_timeout_ms}"},
-            configure=register_vector_async,
-            check=AsyncConnectionPool.check_connection,
-            timeout=settings.database.connect_timeout_s,
-            # The pool's pauses between reconnection attempts double until this runs out (its default, five
-            # minutes, let them reach a minute during a long outage); then the next request starts afresh,
-            # so the server is back within seconds of the database.
-            reconnect_timeout=settings.database.reconnect_timeout_s,
-            open=False,
-            name="kb_server",
-        )
-        await pool.open(wait=True, timeout=settings.database.connect_timeout_s * 3)
-        async with pool.connection() as conn:
-            await conn.execute("SELECT 1")
-        await anyio.to_thread.run_sync(_check_space, server_conninfo, query_embedder)
+        pools = ReaderPools(server_conninfo, settings.database)
+        primary: ReaderPools | None = None
+        first = await pools.get(role or settings.server.role)
         try:
-            writer = audit or DatabaseAuditWriter(pool)
-            yield KnowledgeBase(settings, pool, query_embedder, role or settings.server.role, writer)
+            async with first.connection() as conn:
+                replica = (await (await conn.execute("SELECT pg_is_in_recovery()")).fetchone() or (False,))[0]
+            await anyio.to_thread.run_sync(_check_space, server_conninfo, query_embedder)
+            writer = audit
+            if writer is None and replica:
+                primary = ReaderPools(audit_target(settings), settings.database)
+                writer = DatabaseAuditWriter(primary, on_request_connection=False)
+            yield KnowledgeBase(
+                settings, pools, query_embedder, role or settings.server.role, writer or DatabaseAuditWriter(pools)
+            )
         finally:
-            await pool.close()
+            await pools.close()
+            if primary is not None:
+                await primary.close()
 
     server = KnowledgeBaseServer(
         identify=lambda ctx: caller_of(ctx, settings.audit.stdio_caller),
@@ -149,6 +144,23 @@ def build_server(
     _register_resources(server)
     attach_probe(server, probe)
     return server
+
+
+class ReplicaWithoutPrimary(RuntimeError):
+    pass
+
+
+REPLICA_WITHOUT_PRIMARY = (
+    "KB_SERVER_DATABASE_URL is a read replica, which cannot store the audit record every call writes: set "
+    "KB_AUDIT_WRITE_DATABASE_URL to the primary (postgresql://kb_server:...@primary/kosha_kb)"
+)
+
+
+def audit_target(settings: Settings) -> str:
+    """Where the audit records go when the server reads from a replica: the primary, as kb_server."""
+    if settings.database.audit_write_url is None:
+        raise ReplicaWithoutPrimary(REPLICA_WITHOUT_PRIMARY)
+    return psycopg.conninfo.make_conninfo(settings.database.audit_write_url.get_secret_value())
 
 
 def _check_space(conninfo: str, embedder: Embedder) -> None:
@@ -186,7 +198,8 @@ def caller_of(ctx: Context, stdio_caller: str) -> Caller:
 async def connection(ctx: Context) -> AsyncIterator[AsyncConnection]:
     """A pooled connection; a database outage becomes a clear, fast error instead of a hang."""
     try:
-        async with request_connection(knowledge_base(ctx).pool) as conn:
+        pool = await knowledge_base(ctx).pools.get(caller_role(ctx))
+        async with request_connection(pool) as conn:
             yield conn
     except (PoolTimeout, psycopg.OperationalError) as exc:
         raise ToolError(UNAVAILABLE) from exc

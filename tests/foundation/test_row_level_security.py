@@ -6,8 +6,9 @@ import numpy as np
 import psycopg
 import pytest
 from pgvector.psycopg import register_vector, register_vector_async
+from psycopg import sql
 
-from kb_core.db.targets import DatabaseTargets
+from kb_core.db.targets import SERVER_LOGIN, DatabaseTargets, reader_login
 from kb_core.roles import Classification, Role
 from kb_server.db.reader import RoleSwitchUnsafe, reader_transaction
 
@@ -66,7 +67,7 @@ def visible(role: Role) -> set[str]:
 async def _as(
     database: DatabaseTargets, role: Role, query: str, *params: object, index_only: bool = False
 ) -> list[tuple]:
-    async with await psycopg.AsyncConnection.connect(database.server, autocommit=True) as conn:
+    async with await psycopg.AsyncConnection.connect(database.reader(role), autocommit=True) as conn:
         await register_vector_async(conn)
         async with reader_transaction(conn, role) as tx:
             if index_only:  # these tables are tiny: make the planner take the index path being tested
@@ -136,16 +137,56 @@ async def test_a_query_naming_a_partition_above_the_ceiling_gets_nothing(seeded,
     assert rows[0][0] == (CHUNKS_PER_CLASSIFICATION if role is Role.COMPLIANCE_OFFICER else 0)
 
 
-def test_the_server_login_sees_zero_rows_without_a_role_switch(seeded):
-    with psycopg.connect(seeded.server, autocommit=True) as conn:
-        assert conn.execute("SELECT current_user").fetchone()[0] == "kb_server"
+@pytest.mark.parametrize("login", [SERVER_LOGIN, *(reader_login(r) for r in Role)])
+def test_the_server_logins_see_zero_rows_without_a_role_switch(seeded, login):
+    conninfo = psycopg.conninfo.make_conninfo(seeded.server, user=login)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        assert conn.execute("SELECT current_user").fetchone()[0] == login
         for relation in (
             "kb.documents",
             "kb.chunks",
             "kb.searchable_chunks",
             *(f"kb.chunks_{c}" for c in CLASSIFICATIONS),
         ):
-            assert conn.execute(f"SELECT count(*) FROM {relation}").fetchone()[0] == 0, relation
+            # kb_server has SELECT and no policy (zero rows); a reader's login has not even SELECT.
+            try:
+                assert conn.execute(f"SELECT count(*) FROM {relation}").fetchone()[0] == 0, relation
+            except psycopg.errors.InsufficientPrivilege:
+                assert login != SERVER_LOGIN
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("role", list(Role))
+async def test_a_readers_connection_cannot_become_any_other_reader_by_any_sql(seeded, role):
+    """sql/010: the connection a request of `role` runs on belongs to a login that is a member of that role
+    only, so neither SET ROLE inside the request nor RESET ROLE then SET ROLE reaches another role's rows."""
+    others = [r for r in Role if r is not role]
+    async with await psycopg.AsyncConnection.connect(seeded.reader(role), autocommit=True) as conn:
+        for other in others:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                async with reader_transaction(conn, role) as tx:
+                    await tx.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(other.value)))
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                async with reader_transaction(conn, role) as tx:
+                    await tx.execute("RESET ROLE")
+                    await tx.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(other.value)))
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):  # and outside any request
+                await conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(other.value)))
+        # What PostgreSQL says this login may become: its own role and nothing else.
+        becomes = await (
+            await conn.execute(
+                "SELECT rolname FROM pg_roles WHERE pg_has_role(current_user, oid, 'SET') "
+                "AND rolname <> current_user ORDER BY 1"
+            )
+        ).fetchall()
+        assert becomes == [(role.value,)]
+
+
+def test_the_servers_own_login_can_become_no_reader(seeded):
+    with psycopg.connect(seeded.server, autocommit=True) as conn:
+        for role in Role:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role.value)))
 
 
 def test_the_server_login_cannot_write_or_read_the_ingest_log(seeded):
@@ -158,7 +199,7 @@ def test_the_server_login_cannot_write_or_read_the_ingest_log(seeded):
 
 def test_the_logins_are_not_superusers_owners_or_rls_bypassers(seeded):
     with psycopg.connect(seeded.owner, autocommit=True) as conn:
-        for login in ("kb_server", "kb_ingest"):
+        for login in ("kb_server", "kb_ingest", *(reader_login(r) for r in Role)):
             superuser, bypass = conn.execute(
                 "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = %s", (login,)
             ).fetchone()
@@ -169,7 +210,9 @@ def test_the_logins_are_not_superusers_owners_or_rls_bypassers(seeded):
                 (login,),
             ).fetchone()[0]
             assert owned == 0
-        inherits = conn.execute("SELECT rolinherit FROM pg_roles WHERE rolname = 'kb_server'").fetchone()[0]
+        inherits = conn.execute(
+            "SELECT bool_or(rolinherit) FROM pg_roles WHERE rolname = 'kb_server' OR rolname LIKE 'kb\\_server\\_%'"
+        ).fetchone()[0]
         assert inherits is False
         unforced = conn.execute(
             """SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -183,30 +226,32 @@ def test_the_logins_are_not_superusers_owners_or_rls_bypassers(seeded):
 
 @pytest.mark.anyio
 async def test_the_role_switch_ends_with_the_request(seeded):
-    async with await psycopg.AsyncConnection.connect(seeded.server, autocommit=True) as conn:
+    async with await psycopg.AsyncConnection.connect(seeded.reader(Role.ANALYST), autocommit=True) as conn:
         async with reader_transaction(conn, Role.ANALYST) as tx:
             assert (await (await tx.execute("SELECT current_user")).fetchone())[0] == "analyst"
-        assert (await (await conn.execute("SELECT current_user")).fetchone())[0] == "kb_server"
-        assert (await (await conn.execute("SELECT count(*) FROM kb.chunks")).fetchone())[0] == 0
+        assert (await (await conn.execute("SELECT current_user")).fetchone())[0] == "kb_server_analyst"
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # the login itself may not read chunks at all
+            await conn.execute("SELECT count(*) FROM kb.chunks")
 
 
 @pytest.mark.anyio
 async def test_the_role_switch_refuses_a_connection_already_in_a_transaction(seeded):
-    async with await psycopg.AsyncConnection.connect(seeded.server) as conn:  # not autocommit
+    reader = seeded.reader(Role.COMPLIANCE_OFFICER)
+    async with await psycopg.AsyncConnection.connect(reader) as conn:  # not autocommit
         await conn.execute("SELECT 1")  # now inside an implicit transaction
         with pytest.raises(RoleSwitchUnsafe):
             async with reader_transaction(conn, Role.COMPLIANCE_OFFICER):
                 pass
-        assert (await (await conn.execute("SELECT current_user")).fetchone())[0] == "kb_server"
+        assert (await (await conn.execute("SELECT current_user")).fetchone())[0] == "kb_server_compliance_officer"
 
 
 @pytest.mark.anyio
 async def test_an_error_inside_the_request_still_ends_the_role_switch(seeded):
-    async with await psycopg.AsyncConnection.connect(seeded.server, autocommit=True) as conn:
+    async with await psycopg.AsyncConnection.connect(seeded.reader(Role.COMPLIANCE_OFFICER), autocommit=True) as conn:
         with pytest.raises(psycopg.errors.UndefinedTable):
             async with reader_transaction(conn, Role.COMPLIANCE_OFFICER) as tx:
                 await tx.execute("SELECT * FROM kb.no_such_table")
-        assert (await (await conn.execute("SELECT current_user")).fetchone())[0] == "kb_server"
+        assert (await (await conn.execute("SELECT current_user")).fetchone())[0] == "kb_server_compliance_officer"
 
 
 def test_the_partition_policies_match_the_ceiling_table(seeded):

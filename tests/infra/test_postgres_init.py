@@ -22,6 +22,7 @@ from psycopg import conninfo as pg_conninfo
 from kb_core.db.embedded import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION, pgserver
 from kb_core.db.migrations import migrate
 from kb_core.embedders import embedding_space_for
+from kb_core.roles import Role
 from kb_core.settings import EmbeddingSettings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,9 +79,12 @@ def test_the_script_creates_both_logins_and_the_migrations_keep_them(fresh_clust
             "SELECT rolname, rolcanlogin, rolinherit, rolsuper, rolbypassrls, rolpassword"
             " FROM pg_authid WHERE rolname IN ('kb_server', 'kb_ingest') ORDER BY rolname"
         ).fetchall()
-        readers = conn.execute(
-            "SELECT r.rolname FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid"
-            " JOIN pg_roles u ON u.oid = m.member WHERE u.rolname = 'kb_server' ORDER BY 1"
+        memberships = conn.execute(
+            "SELECT u.rolname, r.rolname FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid"
+            " JOIN pg_roles u ON u.oid = m.member WHERE u.rolname LIKE 'kb\\_server%' ORDER BY 1"
+        ).fetchall()
+        reader_logins = conn.execute(
+            "SELECT rolname, rolinherit, rolpassword FROM pg_authid WHERE rolname LIKE 'kb\\_server\\_%' ORDER BY 1"
         ).fetchall()
     (ingest, server) = rows
     assert server[:5] == ("kb_server", True, False, False, False)  # login, NOINHERIT, no superuser, no BYPASSRLS
@@ -88,7 +92,11 @@ def test_the_script_creates_both_logins_and_the_migrations_keep_them(fresh_clust
     assert scram_matches(server[5], SERVER_PASSWORD)
     assert scram_matches(ingest[5], INGEST_PASSWORD)
     assert not scram_matches(server[5], INGEST_PASSWORD)
-    assert [r[0] for r in readers] == ["analyst", "compliance_officer", "demo_readonly", "support_agent"]
+    # kb_server itself can become no reader; each reader's login only its own role, with the server's password.
+    assert sorted(memberships) == sorted((f"kb_server_{r.value}", r.value) for r in Role)
+    assert [login for login, _, _ in reader_logins] == sorted(f"kb_server_{r.value}" for r in Role)
+    for _, inherits, password in reader_logins:
+        assert inherits is False and scram_matches(password, SERVER_PASSWORD)
 
 
 def test_the_script_refuses_to_run_without_the_passwords(tmp_path):

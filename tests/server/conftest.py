@@ -60,14 +60,16 @@ class HttpServer:
 
 
 @contextmanager
-def serve_http(corpus_database, folder: Path, **settings: str) -> Iterator[HttpServer]:  # type: ignore[no-untyped-def]
+def serve_http(corpus_database, folder: Path, *, name: str = "server", **settings: str) -> Iterator[HttpServer]:  # type: ignore[no-untyped-def]
     """`kb serve --transport http` as its own process over the ingested corpus, with one token per role
-    (and a 'limited' demo_readonly one); `settings` are extra KB_* environment variables."""
+    (and a 'limited' demo_readonly one); `settings` are extra KB_* environment variables. Servers started
+    with the same folder share its tokens file (each rereads it when it changes); `name` names the log."""
     tokens_file = folder / "tokens.json"
-    tokens = {role.value: add_token(tokens_file, f"{role.value}-client", role) for role in Role}
-    tokens["limited"] = add_token(tokens_file, "limited-client", Role.DEMO_READONLY)
+    who = "client" if name == "server" else name
+    tokens = {role.value: add_token(tokens_file, f"{role.value}-{who}", role) for role in Role}
+    tokens["limited"] = add_token(tokens_file, f"limited-{who}", Role.DEMO_READONLY)
     port = free_port()
-    log = folder / "server.log"
+    log = folder / f"{name}.log"
     env = {
         **os.environ,
         "DATABASE_URL": database_url(corpus_database.targets),

@@ -20,7 +20,7 @@ from psycopg.rows import dict_row
 from tests.server.conftest import VENV_BIN, client_with, database_url
 from tests.support.documents import markdown_document
 
-from kb_core.db.targets import INGEST_LOGIN, SERVER_LOGIN
+from kb_core.db.targets import INGEST_LOGIN, SERVER_LOGIN, reader_login
 from kb_core.embedders.base import EmbeddingError
 from kb_core.roles import Role
 from kb_core.settings import AuditSettings, load_settings
@@ -196,7 +196,7 @@ def small_kb(ingestor, database):
 async def test_when_the_record_cannot_be_written_the_caller_gets_an_error_not_the_answer(small_kb, local_embedder):
     caller = unique_caller("unaudited")
     with psycopg.connect(small_kb.owner, autocommit=True) as conn:
-        conn.execute("REVOKE INSERT ON kb.audit_log FROM kb_server")
+        conn.execute(f"REVOKE INSERT ON kb.audit_log FROM kb_server, {reader_login(Role.ANALYST)}")
     async with client_called(small_kb.server, Role.ANALYST, local_embedder, caller) as client:
         search = await client.call_tool("search_knowledge_base", {"query": "EDD trigger"})
         document = await client.call_tool("get_document", {"doc_code": "CMP-SOP-904"})
@@ -213,10 +213,12 @@ async def test_when_the_record_cannot_be_written_the_caller_gets_an_error_not_th
 
     with psycopg.connect(small_kb.owner, autocommit=True) as conn:  # the same calls, audited, are answered
         conn.execute(
-            "GRANT INSERT (caller, role, transport, kind, operation, duration_ms, outcome) ON kb.audit_log TO kb_server"
+            "GRANT INSERT (caller, role, transport, kind, operation, duration_ms, outcome) ON kb.audit_log "
+            f"TO {reader_login(Role.ANALYST)}"
         )
         conn.execute(
-            "GRANT INSERT (arguments, citations, doc_codes, result_count, degraded, error) ON kb.audit_log TO kb_server"
+            "GRANT INSERT (arguments, citations, doc_codes, result_count, degraded, error) ON kb.audit_log "
+            f"TO {reader_login(Role.ANALYST)}"
         )
     async with client_called(small_kb.server, Role.ANALYST, local_embedder, caller) as client:
         search = await client.call_tool("search_knowledge_base", {"query": "EDD trigger"})
@@ -224,7 +226,7 @@ async def test_when_the_record_cannot_be_written_the_caller_gets_an_error_not_th
     assert len(records(small_kb.owner, caller)) == 1
 
 
-SERVER_ROLES = [SERVER_LOGIN, INGEST_LOGIN, *(r.value for r in Role)]
+SERVER_ROLES = [SERVER_LOGIN, INGEST_LOGIN, *(r.value for r in Role), *(reader_login(r) for r in Role)]
 
 
 def _as(conn: psycopg.Connection, role: str) -> None:

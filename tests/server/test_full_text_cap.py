@@ -42,7 +42,7 @@ def common_and_rare(database: DatabaseTargets) -> DatabaseTargets:
 
 
 async def _full_text(database: DatabaseTargets, text: str, *, match_cap: int) -> list[str]:
-    async with await psycopg.AsyncConnection.connect(database.server, autocommit=True) as conn:
+    async with await psycopg.AsyncConnection.connect(database.reader(Role.DEMO_READONLY), autocommit=True) as conn:
         await register_vector_async(conn)
         hits = await hybrid_search(
             conn, Role.DEMO_READONLY, text=text, vector=None, departments=None, limit=5, match_cap=match_cap

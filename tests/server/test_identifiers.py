@@ -51,7 +51,9 @@ CORPUS_IDENTIFIERS = [
 async def test_a_question_naming_an_identifier_gets_the_chunk_holding_it_first(
     corpus_database, local_embedder, question, identifier, doc_code
 ):
-    async with await psycopg.AsyncConnection.connect(corpus_database.targets.server, autocommit=True) as conn:
+    async with await psycopg.AsyncConnection.connect(
+        corpus_database.targets.reader(Role.COMPLIANCE_OFFICER), autocommit=True
+    ) as conn:
         await register_vector_async(conn)
         found = await hybrid_search(
             conn,

@@ -17,7 +17,9 @@ pytestmark = pytest.mark.anyio
 
 async def test_a_search_waits_on_the_database_once(corpus_database, local_embedder):
     vector = local_embedder.embed_query("wire cut-off time")
-    async with await psycopg.AsyncConnection.connect(corpus_database.targets.server, autocommit=True) as conn:
+    async with await psycopg.AsyncConnection.connect(
+        corpus_database.targets.reader(Role.SUPPORT_AGENT), autocommit=True
+    ) as conn:
         await register_vector_async(conn)
         with tempfile.TemporaryFile("w+") as trace:
             conn.pgconn.trace(trace.fileno())

@@ -19,6 +19,7 @@ from tests.conftest import server_dir, targets_for
 from kb_core.db.embedded import EmbeddedPostgres
 from kb_core.db.embedding_space import EmbeddingSpace
 from kb_core.db.migrations import migrate
+from kb_core.db.targets import reader_conninfo
 from kb_core.roles import Role
 from kb_server.search import hybrid_sql, statement_params
 
@@ -47,7 +48,7 @@ def managed_like():
 
 
 def plan(conninfo: str, role: Role, statement: str, params: dict) -> str:  # type: ignore[type-arg]
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    with psycopg.connect(reader_conninfo(conninfo, role), autocommit=True) as conn:
         register_vector(conn)
         with conn.transaction():
             conn.execute(f"SET LOCAL ROLE {role.value}")

@@ -15,6 +15,7 @@ from tests.worker.conftest import worker_for
 from ingest.aws.redrive import redrive
 from ingest.aws.upload import upload_folder
 from ingest.worker.handler import RecordProcessor, make_handler
+from kb_core.roles import Role
 
 HERE = REPO / "tests" / "worker"
 
@@ -62,7 +63,7 @@ def test_an_uploaded_document_is_ingested_through_the_queue_and_becomes_searchab
     run_until(worker_for(queue, ingestor), lambda: len(documents(database)) == 2)
     stored = documents(database)
     assert stored["CMP-SOP-901"] == f"s3://{queue.settings.corpus_bucket}/compliance/CMP-SOP-901.md"
-    with psycopg.connect(database.server, autocommit=True) as conn, conn.transaction():
+    with psycopg.connect(database.reader(Role.DEMO_READONLY), autocommit=True) as conn, conn.transaction():
         conn.execute("SET LOCAL ROLE demo_readonly")
         found = conn.execute(
             "SELECT count(*) FROM kb.searchable_chunks "

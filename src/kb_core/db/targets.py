@@ -1,7 +1,9 @@
-"""Which PostgreSQL the product uses, and the three logins it uses it with.
+"""Which PostgreSQL the product uses, and the logins it uses it with.
 
 - owner: runs migrations (DATABASE_URL's user; the superuser of the embedded server);
-- kb_server: the MCP server's login, which sees nothing until a request switches to a reader role;
+- kb_server: the MCP server's own login; it reads the migration ledger and the embedding space only;
+- kb_server_<role>: one login per reader role, each able to become that role and no other (sql/010);
+  the server answers a caller on its role's login. Same host, database and password as kb_server;
 - kb_ingest: the writer's login.
 """
 
@@ -16,10 +18,20 @@ from psycopg import conninfo as pg_conninfo
 from psycopg import sql
 from pydantic import SecretStr
 
+from kb_core.roles import Role
 from kb_core.settings import DatabaseSettings
 
 SERVER_LOGIN = "kb_server"
 INGEST_LOGIN = "kb_ingest"
+
+
+def reader_login(role: Role) -> str:
+    return f"{SERVER_LOGIN}_{Role(role).value}"
+
+
+def reader_conninfo(server: str, role: Role) -> str:
+    """The server's conninfo with the login of `role`: a connection that can become that role only."""
+    return pg_conninfo.make_conninfo(server, user=reader_login(role))
 
 
 @dataclass(frozen=True)
@@ -29,6 +41,9 @@ class DatabaseTargets:
     ingest: str
     description: str
     embedded: Any = None  # the EmbeddedPostgres holding the server, when there is one
+
+    def reader(self, role: Role) -> str:
+        return reader_conninfo(self.server, role)
 
 
 def resolve_database(settings: DatabaseSettings, *, keep_running: bool = False) -> DatabaseTargets:
