@@ -6,7 +6,7 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
-from ingest.document import Heading, Paragraph, Table
+from ingest.document import Heading, Paragraph, ParseError, Table
 from ingest.parsers import parse_document
 
 FIELDS = {
@@ -137,3 +137,14 @@ def test_table_detection_runs_only_on_pages_whose_rules_could_form_a_table(monke
     assert tables == [tuple(tuple(row) for row in cells)]
     text = " ".join(b.text for b in document.blocks if isinstance(b, Paragraph))
     assert "Exception 4 needs the Treasury lead." in text and "expire after 30 days" in text
+
+
+def test_a_truncated_pdf_is_refused_but_a_complete_one_that_needed_repair_is_read():
+    data = ledger_pdf(footer=False)
+    with pytest.raises(ParseError, match="cut short"):  # its first pages could still be read
+        parse_document(data[: len(data) * 8 // 10], "cut.pdf", max_bytes=5_000_000)
+    # A wrong cross-reference offset (repaired on open) and bytes after %%EOF: complete, so read in full.
+    at = data.rindex(b"startxref\n") + len(b"startxref\n")
+    damaged = data[:at] + b"12" + data[at:] + b"\x00" * 64
+    assert pymupdf.open(stream=damaged).is_repaired
+    assert ledger_row(PAGES - 1, ROWS - 1) in "\n".join(texts(damaged))

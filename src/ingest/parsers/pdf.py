@@ -57,6 +57,13 @@ def parse_pdf(data: bytes) -> ParsedDocument:
             raise ParseError("the PDF is encrypted: remove its password before ingesting it")
         if document.page_count == 0:
             raise ParseError("the PDF has no pages")
+        if document.is_repaired and b"%%EOF" not in data[-1024:]:
+            # pymupdf rebuilds a cut-off file from the objects it still holds: its first pages would be
+            # ingested as the whole document. A complete file that needed repair still ends with %%EOF.
+            raise ParseError(
+                "the PDF is damaged: it is cut short (it does not end with %%EOF and had to be repaired to "
+                "open), so only part of it could be read: download or export it again"
+            )
         lines, tables = _read(document)
         repaired = document.is_repaired
     if not lines and repaired:
