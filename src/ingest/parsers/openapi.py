@@ -1,7 +1,11 @@
-"""OpenAPI 3.x (YAML or JSON): an overview section, then one section per operation, `$ref`s resolved.
+"""OpenAPI 3.x and Swagger 2.0 (YAML or JSON): an overview section, then one section per operation,
+`$ref`s resolved. Callbacks (3.x) and webhooks (3.1) are operations too: an API's outgoing calls are as
+much its contract as its incoming ones.
 
 Each operation is one Unit (method, path, parameters, request body, responses, examples), so it is
-one chunk unless it is longer than the table limit.
+one chunk unless it is longer than the table limit; then each part names its method, path and operationId.
+A Swagger 2.0 operation is first put in the 3.x shape (body and form parameters as a request body, response
+schemas under their media type), so both read the same.
 """
 
 from __future__ import annotations
@@ -29,8 +33,14 @@ def parse_openapi(data: bytes, *, is_json: bool) -> ParsedDocument:
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         kind = "JSON" if is_json else "YAML"
         raise ParseError(f"not valid {kind}: {str(exc).splitlines()[0]}") from None
-    if not isinstance(spec, dict) or not str(spec.get("openapi", "")).startswith("3."):
-        raise ParseError("not an OpenAPI 3.x document: the top-level 'openapi' field must say 3.0.x or 3.1.x")
+    if not isinstance(spec, dict):
+        raise ParseError("not an OpenAPI document: the file holds no mapping of fields")
+    swagger = str(spec.get("swagger", "")).startswith("2.")
+    if not swagger and not str(spec.get("openapi", "")).startswith("3."):
+        raise ParseError(
+            "not an OpenAPI 3.x or Swagger 2.0 document: the top-level 'openapi' field must say 3.0.x or 3.1.x "
+            "(or 'swagger' 2.0)"
+        )
     info = spec.get("info")
     if not isinstance(info, dict):
         raise ParseError("invalid OpenAPI document: 'info' is missing")
@@ -43,17 +53,27 @@ def parse_openapi(data: bytes, *, is_json: bool) -> ParsedDocument:
         )
     header = build_header({**control, "title": info.get("title"), "version": info.get("version")})
     paths = spec.get("paths")
-    if not isinstance(paths, dict) or not paths:
-        raise ParseError("invalid OpenAPI document: 'paths' is missing or empty; there is nothing to index")
+    webhooks = spec.get("webhooks") if not swagger else None
+    has_paths = isinstance(paths, dict) and bool(paths)
+    has_webhooks = isinstance(webhooks, dict) and bool(webhooks)
+    if not has_paths and not has_webhooks:
+        raise ParseError(
+            "invalid OpenAPI document: 'paths' is missing or empty (and there are no webhooks); there is nothing "
+            "to index"
+        )
 
     resolver = _Resolver(spec)
     blocks: list[Block] = [Heading(1, "Overview")]
     if info.get("description"):
         blocks.extend(markdown_blocks(str(info["description"])))
     servers = [f"- {s.get('url')}: {s.get('description', '')}".rstrip(": ") for s in spec.get("servers") or []]
+    if swagger and spec.get("host"):
+        schemes_used = spec.get("schemes") or ["https"]
+        servers = [f"- {scheme}://{spec['host']}{spec.get('basePath', '')}" for scheme in schemes_used]
     if servers:
         blocks.append(Paragraph("Servers:\n" + "\n".join(servers)))
-    schemes = (spec.get("components") or {}).get("securitySchemes") or {}
+    schemes = spec.get("securityDefinitions") if swagger else (spec.get("components") or {}).get("securitySchemes")
+    schemes = schemes if isinstance(schemes, dict) else {}
     if schemes:
         lines = [
             f"- {name}: {resolver.resolve(s).get('type', '')} {resolver.resolve(s).get('description', '')}"
@@ -63,7 +83,13 @@ def parse_openapi(data: bytes, *, is_json: bool) -> ParsedDocument:
 
     operations = 0
     current_tag = None
-    for tag, method, path, operation in _operations(paths, resolver):
+    found = _operations(paths, resolver) if isinstance(paths, dict) else []
+    found += _operations(webhooks, resolver, webhook=True) if isinstance(webhooks, dict) else []
+    found += [callback for *_, operation in found for callback in _callbacks(operation, resolver)]
+    order = {tag: i for i, tag in enumerate(dict.fromkeys(t for t, *_ in found))}
+    for tag, method, path, operation in sorted(found, key=lambda op: order[op[0]]):  # by tag, in file order
+        if swagger:
+            operation = _from_swagger(operation, spec, resolver)
         if tag != current_tag:
             blocks.append(Heading(1, tag))
             current_tag = tag
@@ -72,25 +98,89 @@ def parse_openapi(data: bytes, *, is_json: bool) -> ParsedDocument:
         blocks.append(Unit(text, lead=_lead(method, path, operation)))
         operations += 1
     if operations == 0:
-        raise ParseError("invalid OpenAPI document: no operation (get, post, ...) under 'paths'")
+        raise ParseError("invalid OpenAPI document: no operation (get, post, ...) under 'paths' or 'webhooks'")
     return ParsedDocument(header=header, blocks=blocks, source_format="openapi")
 
 
-def _operations(paths: dict[str, Any], resolver: _Resolver) -> list[tuple[str, str, str, dict[str, Any]]]:
+def _operations(
+    paths: dict[str, Any], resolver: _Resolver, *, webhook: bool = False
+) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(tag, method, path, operation) in file order; a webhook's "path" is `webhook <name>`."""
     found = []
     for path, item in paths.items():
         item = resolver.resolve(item)
+        where = "webhooks" if webhook else "paths"
         if not isinstance(item, dict):
-            raise ParseError(f"invalid OpenAPI document: paths['{path}'] is not an object")
+            raise ParseError(f"invalid OpenAPI document: {where}['{path}'] is not an object")
         shared = item.get("parameters") or []
         for method in METHODS:
             operation = item.get(method)
             if isinstance(operation, dict):
                 operation = {**operation, "parameters": [*shared, *(operation.get("parameters") or [])]}
-                tags = operation.get("tags") or ["Operations"]
-                found.append((str(tags[0]), method, str(path), operation))
-    order = {tag: i for i, tag in enumerate(dict.fromkeys(t for t, *_ in found))}
-    return sorted(found, key=lambda op: order[op[0]])  # group by tag, keep the file's order within a tag
+                tags = operation.get("tags") or ["Webhooks" if webhook else "Operations"]
+                found.append((str(tags[0]), method, f"webhook {path}" if webhook else str(path), operation))
+    return found
+
+
+def _callbacks(operation: dict[str, Any], resolver: _Resolver) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """An operation's callbacks as operations of their own: the request the API makes to the caller's URL."""
+    callbacks = operation.get("callbacks")
+    if not isinstance(callbacks, dict):
+        return []
+    found = []
+    for name, callback in callbacks.items():
+        callback = resolver.resolve(callback)
+        if not isinstance(callback, dict):
+            continue
+        for tag, method, expression, inner in _operations(callback, resolver):
+            described = f"callback {name}: {expression}"
+            tag = str((operation.get("tags") or [tag])[0])
+            found.append((tag, method, described, inner))
+    return found
+
+
+def _from_swagger(op: dict[str, Any], spec: dict[str, Any], resolver: _Resolver) -> dict[str, Any]:
+    """A Swagger 2.0 operation in the OpenAPI 3 shape that _render_operation reads."""
+    consumes = op.get("consumes") or spec.get("consumes") or ["application/json"]
+    produces = op.get("produces") or spec.get("produces") or ["application/json"]
+    parameters, form = [], []
+    body: dict[str, Any] = {}
+    for parameter in (resolver.resolve(p) for p in op.get("parameters") or []):
+        if not isinstance(parameter, dict):
+            continue
+        where = parameter.get("in")
+        if where == "body":
+            body = {
+                "required": parameter.get("required", False),
+                "description": parameter.get("description", ""),
+                "content": {consumes[0]: {"schema": parameter.get("schema") or {}}},
+            }
+        elif where == "formData":
+            form.append(parameter)
+        else:
+            schema = {k: parameter[k] for k in ("type", "format", "enum", "items") if k in parameter}
+            parameters.append({**parameter, "schema": parameter.get("schema") or schema})
+    if form:
+        form_type = next((m for m in consumes if "form" in m), "application/x-www-form-urlencoded")
+        properties = {
+            str(p.get("name")): {k: p[k] for k in ("type", "format", "enum", "description") if k in p} for p in form
+        }
+        required = [str(p.get("name")) for p in form if p.get("required")]
+        body = {"content": {form_type: {"schema": {"type": "object", "properties": properties, "required": required}}}}
+    responses = {}
+    for status, response in (op.get("responses") or {}).items():
+        response = resolver.resolve(response)
+        if not isinstance(response, dict):
+            continue
+        content = {}
+        if response.get("schema") is not None:
+            described: dict[str, Any] = {"schema": response["schema"]}
+            examples = response.get("examples") or {}
+            if isinstance(examples, dict) and examples:
+                described["example"] = next(iter(examples.values()))
+            content[produces[0]] = described
+        responses[status] = {"description": response.get("description", ""), "content": content}
+    return {**op, "parameters": parameters, "requestBody": body, "responses": responses}
 
 
 def _render_operation(method: str, path: str, op: dict[str, Any], resolver: _Resolver) -> str:
@@ -156,7 +246,10 @@ def _type_of(schema: dict[str, Any]) -> str:
     if isinstance(kind, list):
         kind = " | ".join(str(k) for k in kind)
     if kind == "array":
-        return f"array of {_type_of(schema.get('items') or {})}".strip()
+        items = schema.get("items") or {}
+        if isinstance(items.get("$ref"), str):  # named by its reference ('#/definitions/Pet': Pet)
+            return f"array of {items['$ref'].rsplit('/', 1)[-1]}"
+        return f"array of {_type_of(items)}".strip()
     if schema.get("format"):
         kind = f"{kind} ({schema['format']})"
     if schema.get("enum"):
@@ -242,6 +335,10 @@ class _Resolver:
                 raise ParseError(f"$ref {ref!r} points at nothing: {part!r} does not exist")
             target = target[part]
         resolved = self.resolve(target, depth + 1)
-        if isinstance(resolved, dict) and "title" not in resolved and re.match(r"^#/components/schemas/", ref):
+        if (
+            isinstance(resolved, dict)
+            and "title" not in resolved
+            and re.match(r"^#/(components/schemas|definitions)/", ref)
+        ):
             resolved = {**resolved, "title": ref.rsplit("/", 1)[1]}
         return resolved
