@@ -148,3 +148,56 @@ def test_a_truncated_pdf_is_refused_but_a_complete_one_that_needed_repair_is_rea
     damaged = data[:at] + b"12" + data[at:] + b"\x00" * 64
     assert pymupdf.open(stream=damaged).is_repaired
     assert ledger_row(PAGES - 1, ROWS - 1) in "\n".join(texts(damaged))
+
+
+def ruled_table(page: pymupdf.Page, top: float, rows: list[list[str]], width: float = 200) -> float:
+    """Draw a table of stroked cells with their text; return its bottom."""
+    for r, row in enumerate(rows):
+        for c, text in enumerate(row):
+            box = pymupdf.Rect(72 + width * c, top + 20 * r, 72 + width * (c + 1), top + 20 * (r + 1))
+            page.draw_rect(box, color=(0, 0, 0), width=0.5)
+            page.insert_text((box.x0 + 4, box.y1 - 6), text, fontsize=10, fontname="helv")
+    return top + 20 * len(rows)
+
+
+SCHEDULE = [["Desk", "Limit"], ["Treasury", "250000"], ["Payments", "90000"], ["Lending", "40000"]]
+
+
+def test_bold_numbered_headings_over_ruled_tables_with_little_prose_are_headings():
+    document = pymupdf.open()
+    page = document.new_page()
+    y = 72.0
+    for text, size, font in [
+        (FIELDS["Title"], 20, "hebo"),
+        ("Document control", 10, "helv"),
+        *((f"{label}: {value}", 10, "helv") for label, value in FIELDS.items()),
+    ]:
+        page.insert_text((72, y), text, fontsize=size, fontname=font)
+        y += size * 1.6
+    for n in range(1, 13):  # more heading text than header lines, and no prose at all
+        if y > 700:
+            page, y = document.new_page(), 72.0
+        page.insert_text((72, y + 14), f"{n}. Limits for desk category {n}", fontsize=12, fontname="hebo")
+        y = ruled_table(page, y + 22, SCHEDULE) + 10
+    parsed = parse_document(document.tobytes(), "schedule.pdf", max_bytes=5_000_000)
+    headings = [b.text for b in parsed.blocks if isinstance(b, Heading) and b.text != FIELDS["Title"]]
+    assert headings == [f"{n}. Limits for desk category {n}" for n in range(1, 13)]
+    assert [b.rows for b in parsed.blocks if isinstance(b, Table)] == [tuple(map(tuple, SCHEDULE))] * 12
+
+
+def test_a_pdf_whose_header_and_text_sit_in_tables_is_read():
+    document = pymupdf.open()
+    page = document.new_page()
+    page.insert_text((72, 72), FIELDS["Title"], fontsize=20, fontname="hebo")
+    y = ruled_table(page, 90, [[label, value] for label, value in FIELDS.items()]) + 20
+    page.insert_text((72, y + 14), "1. Limits", fontsize=14, fontname="hebo")
+    ruled_table(page, y + 22, SCHEDULE)
+    parsed = parse_document(document.tobytes(), "tables.pdf", max_bytes=5_000_000)
+    assert (parsed.header.doc_code, parsed.header.department) == ("PAY-REF-961", "payments")
+    assert [b.rows for b in parsed.blocks if isinstance(b, Table)] == [tuple(map(tuple, SCHEDULE))]
+
+    only_tables = pymupdf.open()
+    ruled_table(only_tables.new_page(), 90, SCHEDULE)
+    with pytest.raises(ParseError) as refused:
+        parse_document(only_tables.tobytes(), "grid.pdf", max_bytes=5_000_000)
+    assert "no text layer" not in str(refused.value)  # it has one: all of it in a table

@@ -64,24 +64,27 @@ def parse_pdf(data: bytes) -> ParsedDocument:
                 "the PDF is damaged: it is cut short (it does not end with %%EOF and had to be repaired to "
                 "open), so only part of it could be read: download or export it again"
             )
-        lines, tables = _read(document)
+        lines, tables, in_tables = _read(document)
         repaired = document.is_repaired
-    if not lines and repaired:
+    if not lines and not tables and repaired:
         raise ParseError(
             "the PDF is damaged (truncated or corrupt: it had to be repaired to open) and no text "
             "could be read from it: export it again"
         )
-    if not lines:
+    if not lines and not tables:
         raise ParseError("the PDF has no text layer (a scanned image?): run it through OCR first")
-    lines = _drop_running_lines(lines)
-    raw, lines = _header_block(lines)
+    body = _body_size(lines, in_tables)
+    lines = _drop_running_lines(lines, body)
+    raw, lines, tables = _header_block(lines, tables, body)
     header = build_header(raw)
-    return ParsedDocument(header=header, blocks=_blocks(lines, tables), source_format="pdf")
+    return ParsedDocument(header=header, blocks=_blocks(lines, tables, body), source_format="pdf")
 
 
-def _read(document: pymupdf.Document) -> tuple[list[_Line], list[_TableAt]]:
+def _read(document: pymupdf.Document) -> tuple[list[_Line], list[_TableAt], Counter[float]]:
+    """The lines outside tables, the tables, and how many characters of each font size the tables hold."""
     lines: list[_Line] = []
     tables: list[_TableAt] = []
+    in_tables: Counter[float] = Counter()
     for number in range(document.page_count):
         page = document[number]
         try:
@@ -101,10 +104,12 @@ def _read(document: pymupdf.Document) -> tuple[list[_Line], list[_TableAt]]:
             for line in block.get("lines", []):
                 box = pymupdf.Rect(line["bbox"])
                 middle = pymupdf.Point((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
-                if any(middle in b for b in boxes):
-                    continue
                 spans = [s for s in line["spans"] if s["text"].strip()]
                 if not spans:
+                    continue
+                if any(middle in b for b in boxes):
+                    for span in spans:
+                        in_tables[round(span["size"], 1)] += len(span["text"].strip())
                     continue
                 text = _line_text(line["spans"])
                 size = max(s["size"] for s in spans)
@@ -112,7 +117,7 @@ def _read(document: pymupdf.Document) -> tuple[list[_Line], list[_TableAt]]:
                 mono = all(s["flags"] & pymupdf.TEXT_FONT_MONOSPACED or "Courier" in s["font"] for s in spans)
                 lines.append(_Line(number, box.y0, box.y1, box.x0, text, round(size, 1), bold, mono))
     lines.sort(key=lambda ln: (ln.page, round(ln.top, 1)))
-    return lines, tables
+    return lines, tables, in_tables
 
 
 def _may_hold_table(drawings: list[dict]) -> bool:
@@ -195,7 +200,9 @@ def _table_rows(table: object, words: list[tuple]) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     header = getattr(table, "header", None)
     if header is not None and getattr(header, "external", False):
-        rows.append(tuple(" ".join((name or "").split()) for name in header.names))
+        names = tuple(" ".join((name or "").split()) for name in header.names)
+        if sum(1 for name in names if name) >= 2:  # one filled cell: a heading or caption above the table
+            rows.append(names)
     grid = [[pymupdf.Rect(cell) if cell else None for cell in row.cells] for row in table.rows]  # type: ignore[attr-defined]
     texts: list[list[list[str]]] = [[[] for _ in row] for row in grid]
     for x0, y0, x1, y1, word, *_ in words:  # in reading order
@@ -212,13 +219,13 @@ def _table_rows(table: object, words: list[tuple]) -> list[tuple[str, ...]]:
     return rows
 
 
-def _drop_running_lines(lines: list[_Line]) -> list[_Line]:
+def _drop_running_lines(lines: list[_Line], body: float) -> list[_Line]:
     """Drop running headers and footers: a line at the top or bottom of at least half the pages that repeats
     verbatim, or with only a page number changing. Lines are grouped by their text with numbers masked, in
     one pass; a group is running only if each of its numbers is the same on every page or follows the page
     (page + a fixed offset). So the last row of each ledger page, 'Article N' headings at page tops and
     digit lines in the body are kept, where masking digits alone deleted them."""
-    pages = max(line.page for line in lines) + 1
+    pages = max((line.page for line in lines), default=0) + 1
     if pages < 3:
         return lines
     bottoms: dict[int, float] = {}
@@ -228,7 +235,7 @@ def _drop_running_lines(lines: list[_Line]) -> list[_Line]:
     for i, line in enumerate(lines):
         if line.top < _MARGIN or line.bottom > bottoms[line.page] - 2:
             groups[_NUMBER.sub("#", " ".join(line.text.lower().split()))].append(i)
-    heading_size = _body_size(lines) + 0.5
+    heading_size = body + 0.5
     drop: set[int] = set()
     for members in groups.values():
         group = [lines[i] for i in members]
@@ -253,20 +260,32 @@ def _repeats_by_page(group: list[_Line], heading_size: float) -> bool:
     return not (follows_page and any(line.bold and line.size > heading_size for line in group))
 
 
-def _header_block(lines: list[_Line]) -> tuple[dict[str, object], list[_Line]]:
+def _header_block(
+    lines: list[_Line], tables: list[_TableAt], body: float
+) -> tuple[dict[str, object], list[_Line], list[_TableAt]]:
+    """The header fields, and the lines and tables without them. The header block is the 'Document control'
+    line and the 'Label: value' lines after it or, as in a DOCX, a two-column table of labels and values
+    before the first numbered heading."""
     start = next((i for i, ln in enumerate(lines) if ln.text.strip().lower() == "document control"), None)
     if start is None:
+        numbered = (ln for ln in lines if ln.bold and ln.size > body + 0.5 and ln.text[:1].isdigit())
+        first_heading = next(((ln.page, ln.top) for ln in numbered), (1, 0.0))  # else: the first page
+        for table in tables:
+            if (table.page, table.top) > first_heading:
+                break
+            fields: dict[str, object] = {field_key(row[0]): row[1] for row in table.rows if len(row) == 2}
+            if len(set(fields) & set(FIELDS)) >= 3:
+                return fields, lines, [t for t in tables if t is not table]
         raise HeaderError(
             "no header block: a PDF's first page has a 'Document control' line followed by 'Label: value' lines "
-            f"({', '.join(FIELDS)}); see docs/header-block.md"
+            f"({', '.join(FIELDS)}), or a two-column table of them; see docs/header-block.md"
         )
     raw: dict[str, object] = {}
     last = None
     end = start + 1
-    body_size = _body_size(lines)
     for i in range(start + 1, len(lines)):
         line = lines[i]
-        if line.bold and line.size > body_size + 0.5:
+        if line.bold and line.size > body + 0.5:
             break
         match = _LABEL.match(line.text)
         if match and field_key(match.group(1)) in FIELDS:
@@ -277,18 +296,19 @@ def _header_block(lines: list[_Line]) -> tuple[dict[str, object], list[_Line]]:
         else:
             break
         end = i + 1
-    return raw, lines[:start] + lines[end:]
+    return raw, lines[:start] + lines[end:], tables
 
 
-def _body_size(lines: list[_Line]) -> float:
-    sizes: Counter[float] = Counter()
+def _body_size(lines: list[_Line], in_tables: Counter[float]) -> float:
+    """The font size of most of the text, tables' text included: a document of ruled tables under bold
+    numbered headings has little prose, and the headings' own size would otherwise pass for the body's."""
+    sizes = in_tables.copy()
     for line in lines:
         sizes[line.size] += len(line.text)
     return sizes.most_common(1)[0][0]
 
 
-def _blocks(lines: list[_Line], tables: list[_TableAt]) -> list[Block]:
-    body = _body_size(lines)
+def _blocks(lines: list[_Line], tables: list[_TableAt], body: float) -> list[Block]:
     heading_sizes = sorted({ln.size for ln in lines if ln.bold and ln.size > body + 0.5}, reverse=True)
     level_of = {size: i + 1 for i, size in enumerate(heading_sizes)}
     items: list[tuple[int, float, object]] = [(ln.page, ln.top, ln) for ln in lines]
