@@ -5,8 +5,11 @@ here reaches honestly: a drop below it means the scanner lost something."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from evals.injection.__main__ import DETECTORS, overall, rates
-from evals.injection.data_set import HELDOUT_SHA256, load_part, sha256_of
+from evals.injection.data_set import DATA, HELDOUT_SHA256, load_part, sha256_of
 
 HELDOUT_RECALL_FLOOR = 0.10
 HELDOUT_FPR_CEILING = 0.02
@@ -17,6 +20,12 @@ def test_the_held_out_part_is_the_one_whose_hash_was_recorded():
     dev, held = load_part("dev"), load_part("heldout")
     assert not {p.id for p in dev} & {p.id for p in held}
     assert sum(p.is_attack for p in held) >= 150 and sum(not p.is_attack for p in held) >= 150
+
+
+def test_the_split_rule_re_derives_both_shipped_parts_from_the_recorded_whole_set():
+    done = subprocess.run([sys.executable, "split.py"], cwd=DATA, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "dev.jsonl and heldout.jsonl are what the split rule gives" in done.stdout
 
 
 def test_the_scanner_in_use_holds_the_held_out_gate(capsys):

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Sanity checks for the injection evaluation set.
 
-Checks all.jsonl, dev.jsonl and heldout.jsonl:
+Checks all.jsonl (not shipped: dev.jsonl and heldout.jsonl merged in id order, see split.py), dev.jsonl and
+heldout.jsonl:
   * every line parses as a JSON object with exactly the fields
     id, label, kind, register, text (all non-empty strings);
   * ids are unique and well formed (A#### for attacks, B#### for benign);
@@ -135,9 +136,12 @@ def check_base64(r):
 
 
 def main():
-    all_rows = load("all.jsonl")
     dev = load("dev.jsonl")
     held = load("heldout.jsonl")
+    if os.path.exists(os.path.join(HERE, "all.jsonl")):
+        all_rows = load("all.jsonl")
+    else:
+        all_rows = sorted(dev + held, key=lambda r: r["id"])
 
     ids = Counter(r["id"] for r in all_rows)
     for i, n in ids.items():
