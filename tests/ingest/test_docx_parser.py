@@ -243,3 +243,21 @@ def test_header_values_inside_content_controls_are_read():
         "internal",
     )
     assert header.owner == "Compliance Lead"
+
+
+def test_a_strict_open_xml_docx_is_refused_saying_how_to_save_it_again():
+    strict = {
+        b"http://schemas.openxmlformats.org/officeDocument/2006/relationships": (
+            b"http://purl.oclc.org/ooxml/officeDocument/relationships"
+        ),
+        b"http://schemas.openxmlformats.org/wordprocessingml/2006/main": b"http://purl.oclc.org/ooxml/wordprocessingml/main",
+    }
+    out = io.BytesIO()  # the namespaces Word's "Strict Open XML Document" writes
+    with zipfile.ZipFile(io.BytesIO(docx_bytes())) as source, zipfile.ZipFile(out, "w") as target:
+        for entry in source.infolist():
+            content = source.read(entry)
+            for transitional, iso in strict.items():
+                content = content.replace(transitional, iso)
+            target.writestr(entry.filename, content)
+    with pytest.raises(ParseError, match=r"Strict Open XML Document.*save it again as 'Word Document \(\*\.docx\)'"):
+        parse_document(out.getvalue(), "strict.docx", max_bytes=5_000_000)

@@ -35,6 +35,11 @@ def parse_docx(data: bytes) -> ParsedDocument:
     try:
         document = docx.Document(io.BytesIO(data))
     except Exception as exc:  # python-docx raises many kinds for a damaged package
+        if _is_strict(data):
+            raise ParseError(
+                "the DOCX is saved as 'Strict Open XML Document', which cannot be read: open it in Word and "
+                "save it again as 'Word Document (*.docx)'"
+            ) from None
         raise ParseError(f"the DOCX package is damaged or incomplete ({exc.__class__.__name__}: {exc})") from None
 
     styles = _Styles(document)
@@ -117,6 +122,16 @@ def _body_items(document: DocxDocument) -> list[DocxParagraph | DocxTable]:
         DocxParagraph(element, document) if element.tag == qn("w:p") else DocxTable(element, document)
         for element in _children(document.element.body, "w:p", "w:tbl")
     ]
+
+
+def _is_strict(data: bytes) -> bool:
+    """ISO/IEC 29500 Strict names its parts' relationships in purl.oclc.org namespaces, which python-docx
+    does not know (it failed with a bare KeyError)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            return b"purl.oclc.org/ooxml/officeDocument/relationships" in archive.read("_rels/.rels")
+    except (KeyError, zipfile.BadZipFile, OSError, ValueError):
+        return False
 
 
 class _Styles:
