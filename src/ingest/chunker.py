@@ -167,11 +167,14 @@ def _pieces(block: Block, target: int, table_limit: int) -> list[_Piece]:
 def _table_pieces(table: Table, target: int, table_limit: int) -> list[_Piece]:
     if not table.rows:
         return []
+    whole = table.render()
+    if len(whole.encode()) <= target // 2:  # the usual small table: no row or header can be too long
+        tokens = count_tokens(whole)
+        return [_Piece(whole, tokens, True, _row_groups(table, table.rows[1:], target, table_limit))]
     if not _fits(table.render(()), target // 2):
         # A header row of half a chunk leaves no room for rows under it: the table is read as text.
         return _text_pieces(table.render(), target)
     rows = tuple(part for row in table.rows[1:] for part in _fitting_rows(table, row, target))
-    whole = table.render()
     tokens = count_tokens(whole)
     if tokens < table_limit:
         return [_Piece(whole, tokens, True, _row_groups(table, rows, target, table_limit))]

@@ -40,10 +40,11 @@ def _segments(text: str) -> list[str]:
 
 
 def encode(text: str) -> list[int]:
+    """Special-token text ('<|endoftext|>') is encoded as ordinary text, as the embeddings endpoint does."""
     encoding = _encoding()
     if len(text) < 4000 or not _LONG_RUN.search(text):
-        return encoding.encode(text, disallowed_special=())
-    return [token for segment in _segments(text) for token in encoding.encode(segment, disallowed_special=())]
+        return encoding.encode_ordinary(text)
+    return [token for segment in _segments(text) for token in encoding.encode_ordinary(segment)]
 
 
 def count_tokens(text: str) -> int:
