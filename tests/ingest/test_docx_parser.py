@@ -11,7 +11,7 @@ import docx
 import psycopg
 import pytest
 
-from ingest.document import Heading, Paragraph, ParseError
+from ingest.document import Heading, Paragraph, ParseError, Table
 from ingest.parsers import parse_document
 
 FIELDS = {
@@ -261,3 +261,33 @@ def test_a_strict_open_xml_docx_is_refused_saying_how_to_save_it_again():
             target.writestr(entry.filename, content)
     with pytest.raises(ParseError, match=r"Strict Open XML Document.*save it again as 'Word Document \(\*\.docx\)'"):
         parse_document(out.getvalue(), "strict.docx", max_bytes=5_000_000)
+
+
+def test_merged_cells_are_read_once_and_a_nested_tables_text_stays_in_its_cell():
+    document = docx.Document()
+    document.add_heading(FIELDS["Title"], level=0)
+    header = document.add_table(rows=0, cols=2)
+    for label, value in FIELDS.items():
+        cells = header.add_row().cells
+        cells[0].text, cells[1].text = label, value
+    document.add_heading("1. Limits", level=1)
+    table = document.add_table(rows=4, cols=3)
+    for r, row in enumerate([["Desk", "Currency", "Limit"], ["Treasury", "USD", "250000"], ["", "EUR", "200000"]]):
+        for c, text in enumerate(row):
+            table.cell(r, c).text = text
+    table.cell(1, 0).merge(table.cell(2, 0))  # Treasury spans the USD and EUR rows
+    table.cell(3, 0).merge(table.cell(3, 1)).text = "Payments, every currency"  # across two columns
+    nested = table.cell(3, 2).add_table(rows=2, cols=2)
+    for r, row in enumerate([["Weekday", "90000"], ["Weekend", "30000"]]):
+        for c, text in enumerate(row):
+            nested.cell(r, c).text = text
+    buffer = io.BytesIO()
+    document.save(buffer)
+    parsed = parse_document(buffer.getvalue(), "merged.docx", max_bytes=5_000_000)
+    (rows,) = [b.rows for b in parsed.blocks if isinstance(b, Table)]
+    assert rows == (
+        ("Desk", "Currency", "Limit"),
+        ("Treasury", "USD", "250000"),
+        ("", "EUR", "200000"),
+        ("Payments, every currency", "Weekday 90000 Weekend 30000"),
+    )

@@ -15,7 +15,7 @@ from docx.oxml.ns import qn
 from docx.shared import Pt, RGBColor
 from docx.styles.style import CharacterStyle
 from docx.table import Table as DocxTable
-from docx.table import _Row
+from docx.table import _Cell
 from docx.text.paragraph import Paragraph as DocxParagraph
 from docx.text.run import Run
 
@@ -161,20 +161,27 @@ class _Styles:
 
 
 def _table_rows(table: DocxTable, styles: _Styles) -> list[tuple[str, ...]]:
+    """Each row's cells as a reader sees them: a cell merged across columns once, a cell merged down rows in
+    its first row only (python-docx repeats it in every row, finding it by a scan of the rows above each
+    time), a nested table's text inside its cell, rows and cells inside content controls too."""
     rows = []
-    for tr in _children(table._tbl, "w:tr"):  # rows in a repeating-section content control too
-        cells: list[str] = []
-        previous = None
-        for cell in _Row(tr, table).cells:
-            if cell._tc is previous:  # a merged cell is repeated once per grid column it spans
-                continue
-            previous = cell._tc
-            dark = _shaded(cell._tc)
-            paragraphs = (DocxParagraph(p, cell) for p in _children(cell._tc, "w:p"))
-            cells.append(" ".join(" ".join(_paragraph_text(p, styles, dark) for p in paragraphs).split()))
+    for tr in _children(table._tbl, "w:tr"):
+        cells = tuple("" if tc.vMerge == "continue" else _cell_text(tc, table, styles) for tc in _children(tr, "w:tc"))
         if any(cells):
-            rows.append(tuple(cells))
+            rows.append(cells)
     return rows
+
+
+def _cell_text(tc: Any, table: DocxTable, styles: _Styles) -> str:
+    cell = _Cell(tc, table)
+    dark = _shaded(tc)
+    parts: list[str] = []
+    for element in _children(tc, "w:p", "w:tbl"):
+        if element.tag == qn("w:p"):
+            parts.append(_paragraph_text(DocxParagraph(element, cell), styles, dark))
+        else:  # a nested table, row by row
+            parts.extend(" ".join(row) for row in _table_rows(DocxTable(element, cell), styles))
+    return " ".join(" ".join(parts).split())
 
 
 _WHITE = RGBColor(0xFF, 0xFF, 0xFF)
