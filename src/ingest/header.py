@@ -33,6 +33,26 @@ def field_key(label: str) -> str:
     return re.sub(r"[\s\-]+", "_", label.strip().lower())
 
 
+def twice(name: str) -> HeaderError:
+    """A field given two values (two header blocks, or one field twice): whichever was taken, the document
+    could be filed under the wrong classification, owner or date."""
+    return _fail(name, "is given twice, with two values: a document has one header; keep the right value")
+
+
+def repeated_header_field(keys: list[str]) -> str | None:
+    """The header field a mapping repeats (its keys as written), when the mapping is a header block (holds at
+    least three header fields); else None. Parsers that keep only the last of two equal keys call this first."""
+    names = [field_key(key) for key in keys]
+    if len(set(names) & set(FIELDS)) < 3:
+        return None
+    seen: set[str] = set()
+    for name in names:
+        if name in seen and name in FIELDS:
+            return name
+        seen.add(name)
+    return None
+
+
 def _fail(name: str, problem: str) -> HeaderError:
     return HeaderError(f"header block: {LABELS[name]} ({name}) {problem}; {SEE}")
 
@@ -50,7 +70,13 @@ def _text(raw: Mapping[str, object], name: str, max_length: int = 300) -> str:
 
 
 def build_header(raw: Mapping[str, object]) -> Header:
-    raw = {field_key(str(k)): v for k, v in raw.items()}
+    normalised: dict[str, object] = {}
+    for key, value in raw.items():
+        name = field_key(str(key))
+        if name in FIELDS and name in normalised and normalised[name] != value:
+            raise twice(name)
+        normalised[name] = value
+    raw = normalised
 
     department = _text(raw, "department").lower()
     if department not in DEPARTMENTS:

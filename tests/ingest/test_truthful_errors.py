@@ -137,3 +137,48 @@ def test_a_header_block_shown_as_an_example_inside_a_code_fence_is_not_a_second_
     example = "```yaml\n---\ndoc_code: CMP-SOP-001\nclassification: public\n---\n```"
     text = markdown_document("CMP-SOP-935", sections={"1. Format": f"The header looks like this:\n\n{example}"})
     assert parse(text.encode(), "r.md").header.classification.value == "internal"
+
+
+def openapi_spec(control_json: str) -> bytes:
+    return (
+        '{"openapi": "3.0.3", "info": {"title": "T", "version": "1.0", "x-document-control": '
+        + control_json
+        + '}, "paths": {"/a": {"get": {"responses": {"200": {"description": "ok"}}}}}}'
+    ).encode()
+
+
+CONTROL_JSON = (
+    '{"doc_code": "ENG-API-936", "status": "effective", "effective_date": "2026-01-01", "owner": "O", '
+    '"department": "engineering", "classification": "internal", "regulatory_refs": []'
+)
+
+
+@pytest.mark.parametrize(
+    ("content", "name"),
+    [
+        (
+            markdown_document("CMP-SOP-936")
+            .replace("classification: internal\n", "classification: internal\nclassification: public\n")
+            .encode(),
+            "r.md",
+        ),
+        (
+            markdown_document("CMP-SOP-936")
+            .replace("classification: internal\n", "classification: internal\nClassification: public\n")
+            .encode(),
+            "r.md",
+        ),
+        (
+            html_page().replace("<dt>Owner</dt>", "<dt>Classification</dt><dd>public</dd><dt>Owner</dt>").encode(),
+            "guide.html",
+        ),
+        (openapi_spec(CONTROL_JSON + ', "classification": "public"}'), "api.json"),
+        (
+            openapi_spec(CONTROL_JSON + '}, "x-document-control": ' + CONTROL_JSON.replace("internal", "public") + "}"),
+            "api.json",
+        ),
+    ],
+)
+def test_a_header_field_given_twice_with_two_values_is_refused_naming_it(content, name):
+    message = one_line_error(content, name, HeaderError)
+    assert "given twice" in message

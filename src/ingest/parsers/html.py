@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, Table, normalise_space
-from ingest.header import build_header
+from ingest.header import FIELDS, build_header, field_key, twice
 from ingest.hidden import hidden_by_attributes, hidden_by_style, mark_hidden
 from ingest.parsers.text import decode_text
 
@@ -54,6 +54,8 @@ def parse_html(data: bytes) -> ParsedDocument:
         if node.tag == "dt":
             label = _inline(node)
         elif node.tag == "dd" and label is not None:
+            if label in raw and raw[label] != _inline(node) and field_key(label) in FIELDS:
+                raise twice(field_key(label))  # a dict would keep the last of the two values silently
             raw[label] = _inline(node)
             label = None
     header = build_header(raw)

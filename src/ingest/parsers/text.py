@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ingest.document import ParseError
+from ingest.document import HeaderError, ParseError
+from ingest.header import repeated_header_field, twice
 
 _BOMS = (  # longest first: the UTF-32 LE mark begins with the UTF-16 LE one
     (b"\xff\xfe\x00\x00", "utf-32"),
@@ -63,6 +64,26 @@ def decode_text(data: bytes) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def json_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """json.loads' object_pairs_hook: like dict(pairs), but a header block giving a field twice is refused
+    (json.loads would keep the last value silently)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        _refuse_repeated_header([key for key, _ in pairs])
+    return value
+
+
+def _refuse_repeated_header(keys: list[str]) -> None:
+    if keys.count("x-document-control") > 1:
+        raise HeaderError(
+            "two header blocks: info.x-document-control is given twice; a document has one header and one "
+            "classification, so delete one"
+        )
+    repeated = repeated_header_field(keys)
+    if repeated is not None:
+        raise twice(repeated)
+
+
 MAX_YAML_NODES = 100_000
 
 
@@ -88,6 +109,13 @@ def _loader() -> type:
                 return super().construct_yaml_timestamp(node)
             except ValueError:
                 return self.construct_scalar(node)
+
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
+            # PyYAML keeps the last of two equal keys: in a header block that hides a second classification.
+            keys = [str(key.value) for key, _ in node.value if isinstance(key, yaml.ScalarNode)]
+            if len(keys) != len(set(keys)):  # (keys equal once normalised: build_header sees both)
+                _refuse_repeated_header(keys)
+            return super().construct_mapping(node, deep=deep)
 
     DatesKeptWhenInvalid.add_constructor("tag:yaml.org,2002:timestamp", DatesKeptWhenInvalid.construct_yaml_timestamp)
     return DatesKeptWhenInvalid
