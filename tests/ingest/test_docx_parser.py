@@ -291,3 +291,69 @@ def test_merged_cells_are_read_once_and_a_nested_tables_text_stays_in_its_cell()
         ("", "EUR", "200000"),
         ("Payments, every currency", "Weekday 90000 Weekend 30000"),
     )
+
+
+def with_notes(data: bytes, body_xml: str, footnotes: dict[int, str], endnotes: dict[int, str]) -> bytes:
+    """The package with a body citing notes, and footnotes and endnotes parts as Word writes them."""
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    relationships = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    content_type = "application/vnd.openxmlformats-officedocument.wordprocessingml.{}+xml"
+
+    def part(kind: str, notes: dict[int, str]) -> bytes:
+        separator = f'<w:{kind} w:type="separator" w:id="-1">{paragraph(run("----"))}</w:{kind}>'
+        items = "".join(f'<w:{kind} w:id="{n}">{paragraph(run(text))}</w:{kind}>' for n, text in notes.items())
+        return f'<w:{kind}s xmlns:w="{w}">{separator}{items}</w:{kind}s>'.encode()
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for entry in source.infolist():
+            content = source.read(entry)
+            if entry.filename.endswith((".xml", ".rels")):
+                content = content.decode()
+            if entry.filename == "word/document.xml":
+                start, end = content.index("<w:body>") + len("<w:body>"), content.index("<w:sectPr")
+                content = content[:start] + header_table(in_controls=False) + body_xml + content[end:]
+            elif entry.filename == "word/_rels/document.xml.rels":
+                rels = "".join(
+                    f'<Relationship Id="rIdN{k}" Type="{relationships}/{k}s" Target="{k}s.xml"/>'
+                    for k in ("footnote", "endnote")
+                )
+                content = content.replace("</Relationships>", rels + "</Relationships>")
+            elif entry.filename == "[Content_Types].xml":
+                overrides = "".join(
+                    f'<Override PartName="/word/{k}s.xml" ContentType="{content_type.format(k + "s")}"/>'
+                    for k in ("footnote", "endnote")
+                )
+                content = content.replace("</Types>", overrides + "</Types>")
+            target.writestr(entry.filename, content)
+        target.writestr("word/footnotes.xml", part("footnote", footnotes))
+        target.writestr("word/endnotes.xml", part("endnote", endnotes))
+    return out.getvalue()
+
+
+def test_footnotes_and_endnotes_are_read_after_the_paragraph_that_cites_them():
+    def cites(kind: str, note: int) -> str:
+        return f'<w:r><w:rPr><w:vertAlign w:val="superscript"/></w:rPr><w:{kind}Reference w:id="{note}"/></w:r>'
+
+    body = "".join(
+        [
+            paragraph(run("1. Escalation"), style="Heading1"),
+            paragraph(run("Breaks go to the Treasury lead"), cites("footnote", 2), run(" within two hours.")),
+            paragraph(run("2. Records"), style="Heading1"),
+            paragraph(run("Keep the log"), cites("endnote", 1), run(" for seven years"), cites("footnote", 3)),
+        ]
+    )
+    footnotes = {2: "Or the deputy lead when the lead is away.", 3: "Longer where a regulator asks."}
+    data = with_notes(docx_bytes(), body, footnotes, {1: "The break log, form TR-7."})
+    blocks = parse_document(data, "notes.docx", max_bytes=5_000_000).blocks
+    texts = [b.text for b in blocks if isinstance(b, Heading | Paragraph) and b.text != FIELDS["Title"]]
+    assert texts == [
+        "1. Escalation",
+        "Breaks go to the Treasury lead[1] within two hours.",
+        "[1] Or the deputy lead when the lead is away.",
+        "2. Records",
+        "Keep the log[i] for seven years[2]",
+        "[i] The break log, form TR-7.",
+        "[2] Longer where a regulator asks.",
+    ]
+    assert "----" not in " ".join(texts)  # the separator is not a note

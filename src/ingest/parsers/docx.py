@@ -11,6 +11,8 @@ from typing import Any, cast
 import docx
 from docx.document import Document as DocxDocument
 from docx.enum.style import WD_STYLE_TYPE
+from docx.opc.constants import RELATIONSHIP_TYPE as RT
+from docx.oxml import parse_xml
 from docx.oxml.ns import qn
 from docx.shared import Pt, RGBColor
 from docx.styles.style import CharacterStyle
@@ -42,13 +44,14 @@ def parse_docx(data: bytes) -> ParsedDocument:
             ) from None
         raise ParseError(f"the DOCX package is damaged or incomplete ({exc.__class__.__name__}: {exc})") from None
 
-    styles = _Styles(document)
+    reader = _Reader(document)
     header_raw: dict[str, object] | None = None
     blocks: list[Block] = []
     number = 0  # position in the current numbered list
     for item in _body_items(document):
+        blocks += [Paragraph(note) for note in reader.take_notes(document)]  # after the block citing them
         if isinstance(item, DocxTable):
-            rows = _table_rows(item, styles)
+            rows = _table_rows(item, reader)
             if header_raw is None and not any(isinstance(b, Heading) and b.level > 0 for b in blocks):
                 candidate = _header_fields(rows)
                 if candidate is not None:
@@ -57,10 +60,10 @@ def parse_docx(data: bytes) -> ParsedDocument:
             if rows:
                 blocks.append(Table(tuple(rows)))
             continue
-        text = " ".join(_paragraph_text(item, styles).split())
+        text = " ".join(_paragraph_text(item, reader).split())
         if not text:
             continue
-        style = styles.name_of(item)
+        style = reader.name_of(item)
         heading = _HEADING_STYLE.match(style)
         if style == "Title":
             blocks.append(Heading(0, text))
@@ -77,6 +80,7 @@ def parse_docx(data: bytes) -> ParsedDocument:
                 blocks[-1] = Paragraph(previous.text[:-4] + paragraph[3:])  # one code block, many lines
             else:
                 blocks.append(Paragraph(paragraph))
+    blocks += [Paragraph(note) for note in reader.take_notes(document)]
     if header_raw is None:
         raise HeaderError(
             "no header block: a DOCX document's first table, before its first heading, holds the header fields "
@@ -134,14 +138,17 @@ def _is_strict(data: bytes) -> bool:
         return False
 
 
-class _Styles:
-    """Paragraph and run styles by style id, each looked up once. python-docx looks a style up on every
-    access, and an unstyled paragraph's lookup scans every style for the default (~2 ms each with Word's
-    template: 20k paragraphs took 97 s)."""
+class _Reader:
+    """What the body needs from the rest of the package: styles by id, each looked up once (python-docx looks
+    a style up on every access, and an unstyled paragraph's lookup scans every style for the default: ~2 ms
+    each with Word's template, 20k paragraphs took 97 s), and the footnotes and endnotes the body cites."""
 
     def __init__(self, document: DocxDocument) -> None:
         self.part = document.part
         self.cache: dict[tuple[str | None, WD_STYLE_TYPE], CharacterStyle | None] = {}
+        self.notes = {kind: _notes_part(document, kind) for kind in _NOTE_KINDS}
+        self.labels: dict[tuple[str, str], str] = {}  # (kind, id) -> the mark shown, numbered as cited
+        self.cited: list[tuple[str, list[Any]]] = []  # notes cited since the last take_notes()
 
     def _get(self, style_id: str | None, kind: WD_STYLE_TYPE) -> CharacterStyle | None:
         key = (style_id, kind)
@@ -159,28 +166,75 @@ class _Styles:
         style = self.of_paragraph(paragraph)
         return (style.name or "") if style is not None else ""
 
+    def cite(self, kind: str, note_id: str) -> str:
+        """The mark for a note reference, as Word numbers them (footnotes 1, 2, …; endnotes i, ii, …)."""
+        key = (kind, note_id)
+        if key not in self.labels:
+            count = sum(1 for k, _ in self.labels if k == kind) + 1
+            self.labels[key] = f"[{count if kind == 'footnote' else _roman(count)}]"
+            paragraphs = self.notes[kind].get(note_id)
+            if paragraphs:
+                self.cited.append((self.labels[key], paragraphs))
+        return self.labels[key]
 
-def _table_rows(table: DocxTable, styles: _Styles) -> list[tuple[str, ...]]:
+    def take_notes(self, document: DocxDocument) -> list[str]:
+        """The text of each note cited since the last call, after its mark: kept with the citing section."""
+        taken: list[str] = []
+        while self.cited:
+            label, paragraphs = self.cited.pop(0)
+            text = " ".join(" ".join(_paragraph_text(DocxParagraph(p, document), self) for p in paragraphs).split())
+            if text:
+                taken.append(f"{label} {text}")
+        return taken
+
+
+_NOTE_KINDS = {"footnote": RT.FOOTNOTES, "endnote": RT.ENDNOTES}
+
+
+def _notes_part(document: DocxDocument, kind: str) -> dict[str, list[Any]]:
+    """The paragraphs of each note of the footnotes or endnotes part, by note id (separators left out)."""
+    for rel in document.part.rels.values():
+        if rel.reltype == _NOTE_KINDS[kind] and not rel.is_external:
+            root = parse_xml(rel.target_part.blob)
+            return {
+                note.get(qn("w:id")): list(_children(note, "w:p"))
+                for note in root.iterchildren(qn(f"w:{kind}"))
+                if note.get(qn("w:type")) in (None, "normal")
+            }
+    return {}
+
+
+def _roman(n: int) -> str:
+    numerals = [(1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"), (90, "xc"), (50, "l"), (40, "xl")]
+    numerals += [(10, "x"), (9, "ix"), (5, "v"), (4, "iv"), (1, "i")]
+    out = ""
+    for value, letters in numerals:
+        count, n = divmod(n, value)
+        out += letters * count
+    return out
+
+
+def _table_rows(table: DocxTable, reader: _Reader) -> list[tuple[str, ...]]:
     """Each row's cells as a reader sees them: a cell merged across columns once, a cell merged down rows in
     its first row only (python-docx repeats it in every row, finding it by a scan of the rows above each
     time), a nested table's text inside its cell, rows and cells inside content controls too."""
     rows = []
     for tr in _children(table._tbl, "w:tr"):
-        cells = tuple("" if tc.vMerge == "continue" else _cell_text(tc, table, styles) for tc in _children(tr, "w:tc"))
+        cells = tuple("" if tc.vMerge == "continue" else _cell_text(tc, table, reader) for tc in _children(tr, "w:tc"))
         if any(cells):
             rows.append(cells)
     return rows
 
 
-def _cell_text(tc: Any, table: DocxTable, styles: _Styles) -> str:
+def _cell_text(tc: Any, table: DocxTable, reader: _Reader) -> str:
     cell = _Cell(tc, table)
     dark = _shaded(tc)
     parts: list[str] = []
     for element in _children(tc, "w:p", "w:tbl"):
         if element.tag == qn("w:p"):
-            parts.append(_paragraph_text(DocxParagraph(element, cell), styles, dark))
+            parts.append(_paragraph_text(DocxParagraph(element, cell), reader, dark))
         else:  # a nested table, row by row
-            parts.extend(" ".join(row) for row in _table_rows(DocxTable(element, cell), styles))
+            parts.extend(" ".join(row) for row in _table_rows(DocxTable(element, cell), reader))
     return " ".join(" ".join(parts).split())
 
 
@@ -195,9 +249,9 @@ def _shaded(element: object) -> bool:
     return fill is not None and fill.upper() not in ("AUTO", "FFFFFF")
 
 
-def _hidden_run(run: Run, paragraph: DocxParagraph, styles: _Styles, on_dark: bool) -> str | None:
+def _hidden_run(run: Run, paragraph: DocxParagraph, reader: _Reader, on_dark: bool) -> str | None:
     """Why Word would not show a reader this run's text (on a white page), or None."""
-    fonts = [run.font, *(s.font for s in (styles.of_run(run), styles.of_paragraph(paragraph)) if s is not None)]
+    fonts = [run.font, *(s.font for s in (reader.of_run(run), reader.of_paragraph(paragraph)) if s is not None)]
     if any(font.hidden for font in fonts) or run._r.find(f"{qn('w:rPr')}/{qn('w:specVanish')}") is not None:
         return "hidden run"
     color = next((f.color.rgb for f in fonts if f.color is not None and f.color.type is not None), None)
@@ -209,7 +263,7 @@ def _hidden_run(run: Run, paragraph: DocxParagraph, styles: _Styles, on_dark: bo
     return None
 
 
-def _paragraph_text(paragraph: DocxParagraph, styles: _Styles, on_dark: bool = False) -> str:
+def _paragraph_text(paragraph: DocxParagraph, reader: _Reader, on_dark: bool = False) -> str:
     """The paragraph's text, with each stretch of hidden runs in a hidden-text marker (ingest.hidden)."""
     parts: list[str] = []
     hidden: list[str] = []
@@ -218,15 +272,24 @@ def _paragraph_text(paragraph: DocxParagraph, styles: _Styles, on_dark: bool = F
     on_dark = on_dark or (properties is not None and _shaded(properties))
     for element in _children(paragraph._p, "w:r"):  # inserted, in a content control, a link or a field too
         run = Run(element, paragraph)
-        why = _hidden_run(run, paragraph, styles, on_dark)
+        why = _hidden_run(run, paragraph, reader, on_dark)
         if why != reason and hidden:
             parts.append(f" {mark_hidden(reason or '', ''.join(hidden))} ")
             hidden = []
         reason = why
-        (hidden if why else parts).append(run.text)
+        (hidden if why else parts).append(run.text + _note_marks(element, reader))
     if hidden:
         parts.append(f" {mark_hidden(reason or '', ''.join(hidden))} ")
     return "".join(parts)
+
+
+def _note_marks(run: Any, reader: _Reader) -> str:
+    """The marks of the footnotes and endnotes a run cites (python-docx's run text leaves them out)."""
+    marks = ""
+    for kind in _NOTE_KINDS:
+        for reference in run.iterchildren(qn(f"w:{kind}Reference")):
+            marks += reader.cite(kind, reference.get(qn("w:id")))
+    return marks
 
 
 def _header_fields(rows: list[tuple[str, ...]]) -> dict[str, object] | None:
