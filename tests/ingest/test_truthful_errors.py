@@ -5,6 +5,7 @@ generated here."""
 from __future__ import annotations
 
 import io
+import zipfile
 
 import docx
 import pymupdf
@@ -182,3 +183,16 @@ CONTROL_JSON = (
 def test_a_header_field_given_twice_with_two_values_is_refused_naming_it(content, name):
     message = one_line_error(content, name, HeaderError)
     assert "given twice" in message
+
+
+def test_a_text_file_that_mentions_the_pdf_signature_near_its_top_is_still_text():
+    text = markdown_document("CMP-SOP-937", title="The %PDF- Signature")
+    assert parse(text.encode(), "r.md").header.title == "The %PDF- Signature"
+
+
+def test_an_excel_workbook_named_docx_is_called_an_excel_workbook():
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as package:
+        package.writestr("[Content_Types].xml", "<Types/>")
+        package.writestr("xl/workbook.xml", "<workbook/>")
+    assert "the file is an Excel workbook (.xlsx), not a DOCX file" in one_line_error(buffer.getvalue(), "r.docx")

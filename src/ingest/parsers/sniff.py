@@ -31,16 +31,20 @@ _OTHER_BINARIES = (
 def real_kind(data: bytes) -> tuple[str, str | None, str]:
     """(kind or '', the extension it should have or None, a person's name for it) from the content."""
     head = data[:1024]
-    if b"%PDF-" in head:
+    # A PDF starts with %PDF- (readers allow junk before it within 1 KB; then it also ends with %%EOF, which
+    # a text file that merely mentions "%PDF-" near its top does not).
+    if head.lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"%PDF-") or (b"%PDF-" in head and b"%%EOF" in data[-2048:]):
         return "pdf", ".pdf", "a PDF"
     if head.startswith(b"PK\x03\x04"):
         # A package names its parts in the zip's local headers: Word keeps them under word/.
-        if b"word/" in data[:65536] or b"[Content_Types].xml" in data[:4096]:
+        if b"word/" in data[:65536]:
             return "docx", ".docx", "a DOCX (Word) document"
         if b"xl/" in data[:65536]:
             return "", None, "an Excel workbook (.xlsx)"
         if b"ppt/" in data[:65536]:
             return "", None, "a PowerPoint presentation (.pptx)"
+        if b"[Content_Types].xml" in data[:4096]:  # an Office package without its parts: a damaged .docx
+            return "docx", ".docx", "a DOCX (Word) document"
         return "", None, "a ZIP archive"
     for magic, name, _ in _OTHER_BINARIES:
         if head.startswith(magic):
