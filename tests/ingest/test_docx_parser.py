@@ -357,3 +357,36 @@ def test_footnotes_and_endnotes_are_read_after_the_paragraph_that_cites_them():
         "[2] Longer where a regulator asks.",
     ]
     assert "----" not in " ".join(texts)  # the separator is not a note
+
+
+def text_box(text: str) -> str:
+    """A floating text box as Word writes it: a drawing, and the same box again as a VML fallback."""
+    content = f"<w:txbxContent>{paragraph(run(text))}</w:txbxContent>"
+    return (
+        '<w:r><mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
+        'xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape" '
+        'xmlns:v="urn:schemas-microsoft-com:vml">'
+        f'<mc:Choice Requires="wps"><w:drawing><wps:wsp><wps:txbx>{content}</wps:txbx></wps:wsp></w:drawing>'
+        f"</mc:Choice><mc:Fallback><w:pict><v:shape><v:textbox>{content}</v:textbox></v:shape></w:pict>"
+        "</mc:Fallback></mc:AlternateContent></w:r>"
+    )
+
+
+def test_a_text_box_is_read_once_after_the_paragraph_it_is_anchored_in():
+    body = "".join(
+        [
+            paragraph(run("1. Escalation"), style="Heading1"),
+            paragraph(run("Breaks go to the Treasury lead."), text_box("Call the desk first: extension 4410.")),
+            paragraph(text_box("Out of hours: the duty manager.")),  # a box anchored in an empty paragraph
+            paragraph(run(PARAGRAPH)),
+        ]
+    )
+    data = with_body_xml(docx_bytes(), header_table(in_controls=False), body)
+    blocks = parse_document(data, "boxes.docx", max_bytes=5_000_000).blocks
+    texts = [b.text for b in blocks if isinstance(b, Paragraph)]
+    assert texts == [
+        "Breaks go to the Treasury lead.",
+        "Call the desk first: extension 4410.",
+        "Out of hours: the duty manager.",
+        PARAGRAPH,
+    ]

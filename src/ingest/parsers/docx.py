@@ -60,8 +60,10 @@ def parse_docx(data: bytes) -> ParsedDocument:
             if rows:
                 blocks.append(Table(tuple(rows)))
             continue
+        boxes = [Paragraph(box) for box in _text_boxes(item, reader)]  # read after the paragraph they sit in
         text = " ".join(_paragraph_text(item, reader).split())
         if not text:
+            blocks += boxes
             continue
         style = reader.name_of(item)
         heading = _HEADING_STYLE.match(style)
@@ -80,6 +82,7 @@ def parse_docx(data: bytes) -> ParsedDocument:
                 blocks[-1] = Paragraph(previous.text[:-4] + paragraph[3:])  # one code block, many lines
             else:
                 blocks.append(Paragraph(paragraph))
+        blocks += boxes
     blocks += [Paragraph(note) for note in reader.take_notes(document)]
     if header_raw is None:
         raise HeaderError(
@@ -281,6 +284,27 @@ def _paragraph_text(paragraph: DocxParagraph, reader: _Reader, on_dark: bool = F
     if hidden:
         parts.append(f" {mark_hidden(reason or '', ''.join(hidden))} ")
     return "".join(parts)
+
+
+_TEXT_BOX = qn("w:txbxContent")
+_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+
+
+def _text_boxes(paragraph: DocxParagraph, reader: _Reader) -> list[str]:
+    """The text of each text box anchored in the paragraph. Word writes a box twice, as a drawing and as a
+    VML fallback for old readers: the fallback is left out, and so is a box inside another box's text."""
+    texts = []
+    for box in paragraph._p.iter(_TEXT_BOX):
+        outer = box.getparent()
+        while outer is not None and outer is not paragraph._p and outer.tag not in (_FALLBACK, _TEXT_BOX):
+            outer = outer.getparent()
+        if outer is not paragraph._p:
+            continue
+        lines = (_paragraph_text(DocxParagraph(p, paragraph._parent), reader) for p in _children(box, "w:p"))
+        text = " ".join(" ".join(lines).split())
+        if text:
+            texts.append(text)
+    return texts
 
 
 def _note_marks(run: Any, reader: _Reader) -> str:
