@@ -201,3 +201,25 @@ def test_a_pdf_whose_header_and_text_sit_in_tables_is_read():
     with pytest.raises(ParseError) as refused:
         parse_document(only_tables.tobytes(), "grid.pdf", max_bytes=5_000_000)
     assert "no text layer" not in str(refused.value)  # it has one: all of it in a table
+
+
+def test_a_heading_set_on_two_lines_is_one_heading_but_two_numbered_headings_stay_two():
+    title = "Payments Ledger and Settlement Schedule"
+    document = pymupdf.open()
+    page = document.new_page()
+    y = 72.0
+    lines = [("Payments Ledger and", 20, "hebo", 24), ("Settlement Schedule", 20, "hebo", 32)]
+    lines += [("Document control", 11, "helv", 18)]
+    lines += [(f"{label}: {title if label == 'Title' else value}", 11, "helv", 18) for label, value in FIELDS.items()]
+    lines += [("1. Scope", 14, "hebo", 17), ("2. Limits and the desks that", 14, "hebo", 17)]
+    lines += [("hold them", 14, "hebo", 24), ("Each desk keeps to its limit every day.", 11, "helv", 18)]
+    for text, size, font, advance in lines:
+        page.insert_text((72, y), text, fontsize=size, fontname=font)
+        y += advance
+    parsed = parse_document(document.tobytes(), "titled.pdf", max_bytes=5_000_000)
+    assert parsed.header.title == title
+    assert [b.text for b in parsed.blocks if isinstance(b, Heading)] == [
+        title,
+        "1. Scope",
+        "2. Limits and the desks that hold them",
+    ]

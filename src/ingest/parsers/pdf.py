@@ -323,8 +323,10 @@ def _blocks(lines: list[_Line], tables: list[_TableAt], body: float) -> list[Blo
             blocks.append(Paragraph(_join(paragraph)))
             paragraph.clear()
 
+    last: _Line | None = None  # the heading line just read
     for _, _, item in items:
         if isinstance(item, _TableAt):
+            last = None
             flush()
             previous = blocks[-1] if blocks else None
             if isinstance(previous, Table) and previous.rows[0] == item.rows[0] and len(item.rows) > 1:
@@ -335,13 +337,33 @@ def _blocks(lines: list[_Line], tables: list[_TableAt], body: float) -> list[Blo
         assert isinstance(item, _Line)
         if item.bold and item.size in level_of:
             flush()
-            blocks.append(Heading(level_of[item.size], item.text))
+            previous = blocks[-1] if blocks else None
+            if isinstance(previous, Heading) and last is not None and _continues_heading(last, item):
+                blocks[-1] = Heading(previous.level, f"{previous.text} {item.text}")  # a heading set on two lines
+            else:
+                blocks.append(Heading(level_of[item.size], item.text))
+            last = item
             continue
+        last = None
         if paragraph and _starts_new_paragraph(paragraph, item):
             flush()
         paragraph.append(item)
     flush()
     return blocks
+
+
+_SECTION_NUMBER = re.compile(r"^(\d+(\.\d+)*[.)]?|[A-Z][.)]|Article|Section|Chapter|Part|Annex|Appendix)\s", re.I)
+
+
+def _continues_heading(previous: _Line, line: _Line) -> bool:
+    """The next line of a heading too long for one line: same size, right below, not numbered itself."""
+    return (
+        line.size == previous.size
+        and line.page == previous.page
+        and previous.top < line.top
+        and line.top - previous.bottom < line.size * 0.5
+        and not _SECTION_NUMBER.match(line.text)
+    )
 
 
 def _starts_new_paragraph(paragraph: list[_Line], line: _Line) -> bool:
