@@ -41,3 +41,8 @@ def test_the_quick_benchmark_runs_every_part_and_writes_its_results(tmp_path):
     assert history["history"]["documents"] > 0 and history["history"]["chunks"] > 0
     assert all(m["sql_ms"]["n"] > 0 for case in history["cases"].values() for m in case.values())
     assert "## Point in time (as_of)" in (tmp_path / "results.md").read_text()
+    text_formats = results["parse_text"]
+    assert {c["case"].split(",")[0] for c in text_formats["cases"]} == {"Markdown", "HTML"}
+    assert all(c["chunks"] > 0 and c["bytes"] > 0 for c in text_formats["cases"])
+    assert all(o["chunks"] == o["operations"] and o["operations_per_s"] > 0 for o in text_formats["openapi"])
+    assert "## Parse throughput: Markdown, HTML, OpenAPI" in (tmp_path / "results.md").read_text()

@@ -95,10 +95,10 @@ def _walk_nodes(nodes: Iterable[LexborNode], blocks: list[Block], main_found: bo
     run: list[str] = []
 
     def flush() -> None:
-        text = normalise_space(re.sub(r"\s+", " ", "".join(run)))
+        joined = "".join(run)
         run.clear()
-        if text:
-            blocks.append(Paragraph(text))
+        if joined.strip():  # most runs are the whitespace between two blocks
+            blocks.append(Paragraph(normalise_space(re.sub(r"\s+", " ", joined))))
 
     for child in nodes:
         if child.is_text_node:
