@@ -3,6 +3,7 @@ reliability/report.md (and reliability/results.json).
 
     python -m reliability                                  # everything (about 25 minutes on 2 cores)
     python -m reliability --skip-soak --kill-repeats 1     # without the 10-minute soak
+    python -m reliability --replicas 0                     # the load through one server only (default: also 2)
     python -m reliability --clients 50 --searches 10000 --soak-minutes 10 --soak-rate 10
 
 Its own embedded PostgreSQL lives under .kb-reliability/ (the corpus is ingested into a fresh database
@@ -58,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--soak-clients", type=int, default=8)
     parser.add_argument("--soak-rate", type=float, default=10, help="searches per second, all clients together")
     parser.add_argument("--kill-repeats", type=int, default=3, help="times the worker is killed at each stage")
+    parser.add_argument(
+        "--replicas", type=int, default=2, help="the load again through this many stateless replicas (0: not)"
+    )
     parser.add_argument("--skip-load", action="store_true")
     parser.add_argument("--skip-soak", action="store_true")
     parser.add_argument("--skip-faults", action="store_true")
@@ -98,6 +102,21 @@ def main(argv: list[str] | None = None) -> int:
             )
             if outcome is not None:
                 results["load"] = outcome.summary()
+        if not args.skip_load and args.replicas > 1:
+            replicated = timed(
+                results,
+                f"load through {args.replicas} replicas",
+                lambda: load.run_load(
+                    db_url,
+                    work / "load-replicas",
+                    clients=args.clients,
+                    searches=args.searches,
+                    deadline_s=args.load_deadline,
+                    replicas=args.replicas,
+                ),
+            )
+            if replicated is not None:
+                results["load_replicas"] = replicated.summary()
         if not args.skip_soak:
             soaked = timed(
                 results,

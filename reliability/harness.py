@@ -176,17 +176,24 @@ class ServerProcess:
 
 @contextmanager
 def serve_http(
-    db_url: str, folder: Path, settings: dict[str, str] | None = None, *, start_timeout_s: float = 90
+    db_url: str,
+    folder: Path,
+    settings: dict[str, str] | None = None,
+    *,
+    start_timeout_s: float = 90,
+    name: str = "server",
 ) -> Iterator[ServerProcess]:
     """`kb serve --transport http` on a free loopback port, with one bearer token per role; `settings` are
-    extra environment variables (KB_RATE_LIMIT_PER_MINUTE, KB_EMBEDDER, ...)."""
+    extra environment variables (KB_RATE_LIMIT_PER_MINUTE, KB_EMBEDDER, ...). Servers started on the same
+    folder share its tokens file; `name` names the log."""
     import httpx2
 
     folder.mkdir(parents=True, exist_ok=True)
     tokens_file = folder / "tokens.json"
-    tokens = {role: add_token(tokens_file, f"reliability-{role.value}", role) for role in Role}
+    suffix = "" if name == "server" else f"-{name}"  # one name per server: adding a name again replaces its token
+    tokens = {role: add_token(tokens_file, f"reliability-{role.value}{suffix}", role) for role in Role}
     port = free_port()
-    log = folder / "server.log"
+    log = folder / f"{name}.log"
     env = child_env(
         DATABASE_URL=db_url,
         KB_TOKENS_FILE=str(tokens_file),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import threading
@@ -32,12 +33,15 @@ from typing import Any
 import numpy as np
 
 from kb_core.roles import Classification, Role
+from reliability.balancer import RoundRobin
 from reliability.harness import REPO, ServerProcess, golden_queries, manifest_levels, serve_http
 
 STATE = REPO / ".kb-reliability"
 ROLES = list(Role)
 # High enough that the load itself is never rate limited (the settings' maximums).
 UNLIMITED = {"KB_RATE_LIMIT_PER_MINUTE": "100000", "KB_RATE_LIMIT_BURST": "10000"}
+BALANCER_HOST = "kb.balancer.test"  # the name clients use for the replicas behind the balancer
+REPLICATED = {"KB_HTTP_STATELESS": "true", "KB_HTTP_ALLOWED_HOSTS": f"{BALANCER_HOST},127.0.0.1:*"}
 
 
 @dataclass
@@ -103,6 +107,7 @@ class LoadResult:
     before: Sample | None = None
     samples: list[Sample] = field(default_factory=list)
     after: Sample | None = None
+    replicas: int = 1
 
     @property
     def error_count(self) -> int:
@@ -128,6 +133,7 @@ class LoadResult:
         rss = [s.rss_mb for s in self.samples]
         return {
             "clients": self.clients,
+            "replicas": self.replicas,
             "planned": self.planned,
             "completed": self.completed,
             "ok": self.ok,
@@ -196,9 +202,11 @@ async def run_clients(
     rate_per_s: float | None = None,
     deadline_s: float,
     call_timeout_s: float = 60,
+    replica_urls: list[str] | None = None,
 ) -> LoadResult:
     """`clients` MCP sessions issuing `searches` searches in total (or searching for `duration_s`, paced
-    at `rate_per_s` overall), stopped at `deadline_s` whatever happens."""
+    at `rate_per_s` overall), stopped at `deadline_s` whatever happens. With `replica_urls`, each client's
+    requests go to the replicas in turn (reliability.balancer)."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -230,6 +238,7 @@ async def run_clients(
             headers={"Authorization": f"Bearer {tokens[role]}"},
             timeout=call_timeout_s,
             event_hooks={"response": [on_response]},
+            **({"transport": RoundRobin(replica_urls, host=BALANCER_HOST)} if replica_urls else {}),
         )
         interval = clients / rate_per_s if rate_per_s else 0.0
         k = 0
@@ -298,10 +307,21 @@ def run_load(
     deadline_s: float,
     sample_every_s: float = 0.5,
     settings: dict[str, str] | None = None,
+    replicas: int = 1,
 ) -> LoadResult:
-    """Start the server, measure it idle, run the clients while sampling it, measure it again after."""
+    """Start the server, measure it idle, run the clients while sampling it, measure it again after.
+
+    With `replicas` > 1: that many stateless servers over the one database (KB_HTTP_STATELESS=true), each
+    client's requests alternating between them; the first replica is the one sampled."""
     queries, levels = golden_queries(), manifest_levels()
-    with serve_http(db_url, folder, {**UNLIMITED, **(settings or {})}) as server:
+    if replicas > 1:
+        settings = {**(settings or {}), **REPLICATED}
+    with contextlib.ExitStack() as stack:
+        servers = [
+            stack.enter_context(serve_http(db_url, folder, {**UNLIMITED, **(settings or {})}, name=f"server-{n}"))
+            for n in range(replicas)
+        ]
+        server = servers[0]
         time.sleep(1.0)
         sampler = Sampler(server, sample_every_s)
         before = sampler.now()
@@ -317,8 +337,10 @@ def run_load(
                     duration_s=duration_s,
                     rate_per_s=rate_per_s,
                     deadline_s=deadline_s,
+                    replica_urls=[s.url for s in servers] if replicas > 1 else None,
                 )
             )
+        outcome.replicas = replicas
         time.sleep(2.0)
         outcome.before, outcome.samples, outcome.after = before, sampler.samples, sampler.now()
     return outcome
@@ -436,9 +458,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--searches", type=int, default=10_000)
     parser.add_argument("--deadline", type=float, default=1800, help="hard deadline in seconds")
+    parser.add_argument("--replicas", type=int, default=1, help="stateless servers behind a round-robin balancer")
     args = parser.parse_args(argv)
     _, url = corpus_database()
-    outcome = run_load(url, STATE / "load", clients=args.clients, searches=args.searches, deadline_s=args.deadline)
+    outcome = run_load(
+        url,
+        STATE / "load",
+        clients=args.clients,
+        searches=args.searches,
+        deadline_s=args.deadline,
+        replicas=args.replicas,
+    )
     print(json.dumps(outcome.summary(), indent=2))
     return 0 if not outcome.error_count and not outcome.leaks else 1
 

@@ -32,6 +32,10 @@ def checks(results: dict[str, Any]) -> list[tuple[str, bool]]:
         load = results["load"]
         out.append(("load: no error but designed 429s", load["error_count"] == 0))
         out.append(("load: no chunk above the caller's ceiling", load["leak_count"] == 0))
+    if "load_replicas" in results:
+        load = results["load_replicas"]
+        out.append((f"load through {load['replicas']} replicas: no error", load["error_count"] == 0))
+        out.append((f"load through {load['replicas']} replicas: no chunk above the ceiling", load["leak_count"] == 0))
     if "soak" in results:
         soak = results["soak"]
         out.append(("soak: no error, no leak", soak["error_count"] == 0 and soak["leak_count"] == 0))
@@ -173,6 +177,8 @@ def write(path: Path, results: dict[str, Any]) -> None:
     add("")
     if "load" in results:
         _load_section(add, results["load"])
+    if "load_replicas" in results:
+        _load_section(add, results["load_replicas"])
     if "soak" in results:
         _soak_section(add, results, path)
     faults = results.get("faults", {})
@@ -194,8 +200,19 @@ def write(path: Path, results: dict[str, Any]) -> None:
 
 def _load_section(add: Any, load: dict[str, Any]) -> None:
     lat, rss, threads, fds = load["latency_ms"], load["rss_mb"], load["threads"], load["open_fds"]
-    add(f"## Load: {load['clients']} clients, {_n(load['planned'])} searches")
+    replicas = load.get("replicas", 1)
+    through = f" through {replicas} stateless replicas" if replicas > 1 else ""
+    add(f"## Load: {load['clients']} clients, {_n(load['planned'])} searches{through}")
     add("")
+    if replicas > 1:
+        add(
+            f"The same load against {replicas} `kb serve` processes over the one database, started with "
+            "`KB_HTTP_STATELESS=true`; each client's requests go to the replicas in turn "
+            "(`reliability/balancer.py`, a round-robin balancer that never pins a client), so every MCP "
+            "session's requests are answered by different processes. The server rows below are the first "
+            "replica's; the replicas share the machine's 2 cores with each other and with the clients."
+        )
+        add("")
     add(
         f"{load['clients']} MCP sessions, each with the bearer token of one role (client n has role n mod 4), "
         f"search with the 130 questions of `evals/golden.jsonl` until {_n(load['planned'])} searches are done "

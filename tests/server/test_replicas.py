@@ -1,14 +1,12 @@
 """Two `kb serve` replicas over one PostgreSQL, behind a round-robin balancer (KB_HTTP_STATELESS=true).
 
-The balancer is an httpx transport in the client that sends each request to the next replica in turn: the
-requests really go to two processes on two ports, as behind any HTTP load balancer that does not pin a
-client to one replica.
+The balancer (reliability.balancer.RoundRobin) is an httpx transport in the client that sends each request to
+the next replica in turn: the requests really go to two processes on two ports, as behind any HTTP load
+balancer that does not pin a client to one replica.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections import Counter
 from collections.abc import Iterator
 
 import anyio
@@ -16,6 +14,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from reliability.balancer import RoundRobin
 from tests.security.conftest import CLASSIFICATION
 from tests.server.conftest import HttpServer, serve_http
 
@@ -34,32 +33,6 @@ QUESTIONS = [
     "board minutes on the acquisition",
     "sanctions screening false positive rate",
 ]
-
-
-class RoundRobin(httpx2.AsyncBaseTransport):
-    """Each request to the next replica in turn (the requests' URLs name the first one)."""
-
-    def __init__(self, servers: list[HttpServer]) -> None:
-        self.ports = [httpx2.URL(s.url).port for s in servers]
-        self.next = itertools.cycle(self.ports)
-        self.sent: Counter[int] = Counter()
-        self.session_ids: list[str] = []
-        self.statuses: list[int] = []
-        self.inner = httpx2.AsyncHTTPTransport()
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        port = next(self.next)
-        request.url = request.url.copy_with(port=port)
-        request.headers["Host"] = BALANCER_HOST  # a balancer passes on the name the client used
-        self.sent[port] += 1
-        response = await self.inner.handle_async_request(request)
-        self.statuses.append(response.status_code)
-        if "mcp-session-id" in response.headers:
-            self.session_ids.append(response.headers["mcp-session-id"])
-        return response
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +54,7 @@ def replicas(corpus_database, tmp_path_factory) -> Iterator[list[HttpServer]]:
 async def test_a_thousand_calls_alternating_between_two_stateless_replicas_all_succeed_within_the_ceiling(
     replicas,
 ):
-    balancer = RoundRobin(replicas)
+    balancer = RoundRobin([r.url for r in replicas], host=BALANCER_HOST)
     token = replicas[0].tokens[Role.DEMO_READONLY.value]  # a token written by replica a; b rereads the file
     http = httpx2.AsyncClient(transport=balancer, headers={"Authorization": f"Bearer {token}"}, timeout=60)
     errors: list[str] = []
