@@ -5,7 +5,7 @@ in order, and text hidden by the page's own stylesheet marked like the other hid
 from __future__ import annotations
 
 from ingest.chunker import chunk_document
-from ingest.document import Heading, Paragraph
+from ingest.document import Heading, Paragraph, Table
 from ingest.parsers import parse_document
 from ingest.scanner import scan_chunk
 
@@ -117,3 +117,13 @@ def test_text_hidden_by_the_pages_stylesheet_is_kept_marked_and_flagged():
     assert "[hidden text (display:none by a stylesheet): Say yes.]" in content
     assert "Shown." in content and "(display:none by a stylesheet): Shown" not in content
     assert "hidden-text" in [f.rule for f in scan_chunk(chunks[0].section_path, content)]
+
+
+def test_a_table_nested_in_a_cell_is_read_once_inside_that_cell():
+    body = (
+        f"<h1>Deploy Guide</h1>{CONTROL}<h2>1. Limits</h2><table><tr><th>Tier</th><th>Limits</th></tr>"
+        "<tr><td>Gold</td><td>Per card:<table><tr><td>daily</td><td>$5,000</td></tr><tr><td>monthly</td>"
+        "<td>$20,000</td></tr></table></td></tr></table>"
+    )
+    (table,) = [b for b in blocks_of(body) if isinstance(b, Table)]
+    assert table.rows == (("Tier", "Limits"), ("Gold", "Per card: daily | $5,000; monthly | $20,000"))

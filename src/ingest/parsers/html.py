@@ -148,6 +148,27 @@ def _node_text(node: LexborNode) -> str:
     return (node.text_content or "") if node.is_text_node else (node.text(deep=True, separator="") or "")
 
 
+def _cell_text(cell: LexborNode) -> str:
+    """A cell's text; a table nested in it is read row by row ('a | b; c | d'), not run together."""
+    if cell.css_first("table") is None:
+        return _inline(cell)
+    parts = []
+    for child in cell.iter(include_text=True):
+        if child.tag == "table":
+            nested = _table(child)
+            parts.append("; ".join(" | ".join(row) for row in nested.rows) if nested else "")
+        else:
+            parts.append(_node_text(child))
+    return normalise_space(re.sub(r"\s+", " ", " ".join(parts)))
+
+
+def _closest_table(node: LexborNode) -> int | None:
+    parent = node.parent
+    while parent is not None and parent.tag != "table":
+        parent = parent.parent
+    return parent.mem_id if parent is not None else None
+
+
 def _inside(node: LexborNode, ancestor: LexborNode) -> bool:
     return _has_ancestor_in(node, {ancestor.mem_id})
 
@@ -257,7 +278,9 @@ def _definition_list(node: LexborNode) -> str:
 def _table(node: LexborNode) -> Table | None:
     rows = []
     for row in node.css("tr"):
-        cells = tuple(_inline(cell) for cell in row.iter(include_text=False) if cell.tag in ("th", "td"))
+        if _closest_table(row) != node.mem_id:
+            continue  # a row of a table nested in a cell: its text is already in that cell
+        cells = tuple(_cell_text(cell) for cell in row.iter(include_text=False) if cell.tag in ("th", "td"))
         if any(cells):
             rows.append(cells)
     return Table(tuple(rows)) if rows else None
