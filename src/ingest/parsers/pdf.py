@@ -9,8 +9,10 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pymupdf
@@ -36,6 +38,8 @@ class _Line:
     size: float
     bold: bool
     mono: bool
+    right: float = 0.0
+    order: tuple[int, int, int, float] = (0, 0, 0, 0.0)  # (page, band, column, top): the reading order
 
 
 @dataclass
@@ -43,6 +47,7 @@ class _TableAt:
     page: int
     top: float
     rows: list[tuple[str, ...]]
+    order: tuple[int, int, int, float] = (0, 0, 0, 0.0)
 
 
 def parse_pdf(data: bytes) -> ParsedDocument:
@@ -96,10 +101,12 @@ def _read(document: pymupdf.Document) -> tuple[list[_Line], list[_TableAt], Coun
             found = []
         boxes = [pymupdf.Rect(t.bbox) for t in found]
         words = page.get_text("words") if found else []
-        for table in found:
+        page_lines: list[_Line] = []
+        page_tables: list[tuple[_TableAt, pymupdf.Rect]] = []
+        for table, box in zip(found, boxes, strict=True):
             rows = _table_rows(table, words)
             if rows:
-                tables.append(_TableAt(number, table.bbox[1], rows))
+                page_tables.append((_TableAt(number, box.y0, rows), box))
         for block in page.get_text("dict", flags=_TEXT_FLAGS)["blocks"]:
             for line in block.get("lines", []):
                 box = pymupdf.Rect(line["bbox"])
@@ -115,9 +122,64 @@ def _read(document: pymupdf.Document) -> tuple[list[_Line], list[_TableAt], Coun
                 size = max(s["size"] for s in spans)
                 bold = all(s["flags"] & pymupdf.TEXT_FONT_BOLD or "Bold" in s["font"] for s in spans)
                 mono = all(s["flags"] & pymupdf.TEXT_FONT_MONOSPACED or "Courier" in s["font"] for s in spans)
-                lines.append(_Line(number, box.y0, box.y1, box.x0, text, round(size, 1), bold, mono))
-    lines.sort(key=lambda ln: (ln.page, round(ln.top, 1)))
+                page_lines.append(_Line(number, box.y0, box.y1, box.x0, text, round(size, 1), bold, mono, box.x1))
+        key = _reading_key(page_lines)
+        for ln in page_lines:
+            ln.order = (number, *key(ln.left, ln.right, ln.top))
+        for table_at, box in page_tables:
+            table_at.order = (number, *key(box.x0, box.x1, box.y0))
+            tables.append(table_at)
+        lines += page_lines
+    lines.sort(key=lambda ln: ln.order)
     return lines, tables, in_tables
+
+
+def _reading_key(lines: list[_Line]) -> Callable[[float, float, float], tuple[int, int, float]]:
+    """Where a thing at (left, right, top) comes in the page's reading order: (band, column, top). On a page
+    set in two columns, lines and tables crossing the gutter (a title, a wide table) start a band, and each
+    band is read down its left column, then down its right one; sorting by height alone interleaved the
+    two columns line by line. Other pages are read top to bottom."""
+    gutter = _gutter(lines)
+    if gutter is None:
+        return lambda left, right, top: (0, 0, round(top, 1))
+    spanning = sorted(ln.top for ln in lines if ln.left < gutter < ln.right)
+
+    def key(left: float, right: float, top: float) -> tuple[int, int, float]:
+        band = bisect.bisect_right(spanning, top + 0.01)
+        return band, 0 if left < gutter else 1, round(top, 1)
+
+    return key
+
+
+def _gutter(lines: list[_Line]) -> float | None:
+    """The x of the gap between two columns of text, or None. A gap is an x in the middle third of the text
+    that few lines cross, with five or more lines on each side, where the left side's lines beside the
+    right side's mostly run up to it (as a column's lines do; short terms with their definitions to the
+    right do not)."""
+    if len(lines) < 10:
+        return None
+    lefts = sorted(ln.left for ln in lines)
+    rights = sorted(ln.right for ln in lines)
+    start, width = lefts[0], rights[-1] - lefts[0]
+    best: tuple[int, float] | None = None
+    for step in range(34, 67, 2):
+        x = start + width * step / 100
+        left_of = bisect.bisect_right(rights, x)
+        right_of = len(lefts) - bisect.bisect_left(lefts, x)
+        crossing = len(lines) - left_of - right_of
+        if left_of >= 5 and right_of >= 5 and crossing <= len(lines) / 10 and (best is None or crossing < best[0]):
+            best = (crossing, x)
+    if best is None:
+        return None
+    gutter = best[1]
+    beside = [ln for ln in lines if ln.left >= gutter]
+    high, low = min(ln.top for ln in beside), max(ln.bottom for ln in beside)
+    column = [ln for ln in lines if ln.right <= gutter and high <= ln.top <= low]  # beside the right side
+    if not column:
+        return None
+    reach = gutter - min(ln.left for ln in column)
+    full = sum(1 for ln in column if gutter - ln.right < reach * 0.25)
+    return gutter if full >= len(column) / 2 else None
 
 
 def _may_hold_table(drawings: list[dict]) -> bool:
@@ -311,9 +373,9 @@ def _body_size(lines: list[_Line], in_tables: Counter[float]) -> float:
 def _blocks(lines: list[_Line], tables: list[_TableAt], body: float) -> list[Block]:
     heading_sizes = sorted({ln.size for ln in lines if ln.bold and ln.size > body + 0.5}, reverse=True)
     level_of = {size: i + 1 for i, size in enumerate(heading_sizes)}
-    items: list[tuple[int, float, object]] = [(ln.page, ln.top, ln) for ln in lines]
-    items += [(t.page, t.top, t) for t in tables]
-    items.sort(key=lambda item: (item[0], item[1]))
+    items: list[tuple[tuple[int, int, int, float], object]] = [(ln.order, ln) for ln in lines]
+    items += [(t.order, t) for t in tables]
+    items.sort(key=lambda item: item[0])
 
     blocks: list[Block] = []
     paragraph: list[_Line] = []
@@ -324,7 +386,7 @@ def _blocks(lines: list[_Line], tables: list[_TableAt], body: float) -> list[Blo
             paragraph.clear()
 
     last: _Line | None = None  # the heading line just read
-    for _, _, item in items:
+    for _, item in items:
         if isinstance(item, _TableAt):
             last = None
             flush()
@@ -372,7 +434,7 @@ def _starts_new_paragraph(paragraph: list[_Line], line: _Line) -> bool:
         return True
     if _BULLET.match(line.text) and not line.mono:
         return True
-    if line.page != previous.page:
+    if line.page != previous.page or line.top < previous.top - line.size:  # the next page, or the next column
         return previous.text.rstrip().endswith((".", ":", "!", "?"))
     if _BULLET.match(paragraph[0].text) and line.left < paragraph[0].left - 1:
         return True  # text back at the margin after a list item's hanging indent
