@@ -127,3 +127,17 @@ def test_a_table_nested_in_a_cell_is_read_once_inside_that_cell():
     )
     (table,) = [b for b in blocks_of(body) if isinstance(b, Table)]
     assert table.rows == (("Tier", "Limits"), ("Gold", "Per card: daily | $5,000; monthly | $20,000"))
+
+
+def test_line_breaks_and_paragraphs_inside_cells_and_items_do_not_run_words_together():
+    body = (
+        f"<h1>Deploy Guide</h1>{CONTROL}<h2>1. Contacts</h2><p>Call 555-0100<br>Ask for <b>Da</b>na</p>"
+        "<table><tr><th>Team</th><th>Notes</th></tr><tr><td>Platform</td><td><p>On call</p><p>weekdays</p></td></tr>"
+        "</table><ul><li><p>First step</p><p>then wait</p></li></ul><pre>deploy\n--now<br>done</pre>"
+    )
+    blocks = blocks_of(body)
+    assert Paragraph("Call 555-0100 Ask for Dana") in blocks
+    (table,) = [b for b in blocks if isinstance(b, Table)]
+    assert table.rows[1] == ("Platform", "On call weekdays")
+    assert Paragraph("- First step then wait") in blocks
+    assert Paragraph("```\ndeploy\n--now\ndone\n```") in blocks

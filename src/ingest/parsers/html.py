@@ -63,6 +63,7 @@ def parse_html(data: bytes) -> ParsedDocument:
     blocks: list[Block] = []
     if body is not None:
         _mark_hidden_elements(body, _stylesheet_hidden(tree))
+        _separate_blocks(body)
         main = body.css_first(_MAIN)
         if main is not None:
             title = body.css_first("h1")  # themes often put the page's h1 above the main column
@@ -70,6 +71,19 @@ def parse_html(data: bytes) -> ParsedDocument:
                 _visit(title, blocks, main_found=True)
         _walk(main or body, blocks, main_found=main is not None)
     return ParsedDocument(header=header, blocks=blocks, source_format="html")
+
+
+_SEPARATED = ", ".join(sorted((_BLOCK_TAGS - {"table"}) | {"tr", "td", "th", "dt", "dd"}))
+
+
+def _separate_blocks(body: LexborNode) -> None:
+    """A line break after each <br> and a space after each block element: an element's text is read with
+    no separator (so '<b>un</b>believable' stays one word), and '<td><p>a</p><p>b</p></td>' or 'line<br>next'
+    would otherwise run two words together."""
+    for node in body.css("br"):
+        node.insert_after("\n")
+    for node in body.css(_SEPARATED):
+        node.insert_after(" ")
 
 
 def _is_chrome(node: LexborNode, main_found: bool) -> bool:
