@@ -275,3 +275,9 @@ def test_terms_with_their_definitions_to_the_right_are_not_taken_for_two_columns
     parsed = parse_document(two_column_pdf(terms, RIGHT, 200), "terms.pdf", max_bytes=5_000_000)
     text = " ".join(b.text for b in parsed.blocks if isinstance(b, Paragraph))
     assert text.startswith(f"{terms[0]} {RIGHT[0]} {terms[1]} {RIGHT[1]}")  # each term beside its definition
+
+
+def test_a_pdf_still_parsing_past_the_time_budget_fails_naming_the_budget_and_the_page():
+    with pytest.raises(ParseError) as refused:
+        parse_document(ledger_pdf(footer=False), "slow.pdf", max_bytes=5_000_000, max_parse_seconds=1e-6)
+    assert "KB_MAX_PARSE_SECONDS" in str(refused.value) and f"page 1 of {PAGES}" in str(refused.value)

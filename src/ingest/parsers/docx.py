@@ -24,12 +24,13 @@ from docx.text.run import Run
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
 from ingest.header import FIELDS, build_header, field_key
 from ingest.hidden import mark_hidden
+from ingest.parsers.budget import Deadline
 
 _HEADING_STYLE = re.compile(r"^Heading (\d)$")
 _LIST_STYLE = re.compile(r"^List (Bullet|Number|Paragraph)")
 
 
-def parse_docx(data: bytes) -> ParsedDocument:
+def parse_docx(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
     if not data:
         raise ParseError("the file is empty")
     if not zipfile.is_zipfile(io.BytesIO(data)):
@@ -48,7 +49,10 @@ def parse_docx(data: bytes) -> ParsedDocument:
     header_raw: dict[str, object] | None = None
     blocks: list[Block] = []
     number = 0  # position in the current numbered list
-    for item in _body_items(document):
+    items = _body_items(document)
+    deadline = deadline or Deadline(float("inf"))
+    for position, item in enumerate(items):
+        deadline.check("DOCX", f"paragraph or table {position + 1} of {len(items)}")
         blocks += [Paragraph(note) for note in reader.take_notes(document)]  # after the block citing them
         if isinstance(item, DocxTable):
             rows = _table_rows(item, reader)

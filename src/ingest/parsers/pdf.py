@@ -20,6 +20,7 @@ import pymupdf
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
 from ingest.header import FIELDS, build_header, field_key
 from ingest.hidden import mark_hidden
+from ingest.parsers.budget import Deadline
 
 _TEXT_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_LIGATURES & ~pymupdf.TEXT_PRESERVE_IMAGES
 _BULLET = re.compile(r"^([•▪◦‣∙·●\-–]|\d+[.)])\s+")
@@ -50,7 +51,7 @@ class _TableAt:
     order: tuple[int, int, int, float] = (0, 0, 0, 0.0)
 
 
-def parse_pdf(data: bytes) -> ParsedDocument:
+def parse_pdf(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
     if not data:
         raise ParseError("the file is empty")
     try:
@@ -69,7 +70,7 @@ def parse_pdf(data: bytes) -> ParsedDocument:
                 "the PDF is damaged: it is cut short (it does not end with %%EOF and had to be repaired to "
                 "open), so only part of it could be read: download or export it again"
             )
-        lines, tables, in_tables = _read(document)
+        lines, tables, in_tables = _read(document, deadline or Deadline(float("inf")))
         repaired = document.is_repaired
     if not lines and not tables and repaired:
         raise ParseError(
@@ -85,12 +86,13 @@ def parse_pdf(data: bytes) -> ParsedDocument:
     return ParsedDocument(header=header, blocks=_blocks(lines, tables, body), source_format="pdf")
 
 
-def _read(document: pymupdf.Document) -> tuple[list[_Line], list[_TableAt], Counter[float]]:
+def _read(document: pymupdf.Document, deadline: Deadline) -> tuple[list[_Line], list[_TableAt], Counter[float]]:
     """The lines outside tables, the tables, and how many characters of each font size the tables hold."""
     lines: list[_Line] = []
     tables: list[_TableAt] = []
     in_tables: Counter[float] = Counter()
     for number in range(document.page_count):
+        deadline.check("PDF", f"page {number + 1} of {document.page_count}")
         page = document[number]
         try:
             # Line-based detection finds ruled tables; pymupdf's layout model (the default) finds the same
