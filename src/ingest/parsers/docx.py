@@ -49,6 +49,7 @@ def parse_docx(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
     header_raw: dict[str, object] | None = None
     blocks: list[Block] = []
     number = 0  # position in the current numbered list
+    headed = False  # a section heading read: the header table comes before it (a flag, not a scan per table)
     items = _body_items(document)
     deadline = deadline or Deadline(float("inf"))
     for position, item in enumerate(items):
@@ -56,7 +57,7 @@ def parse_docx(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
         blocks += [Paragraph(note) for note in reader.take_notes(document)]  # after the block citing them
         if isinstance(item, DocxTable):
             rows = _table_rows(item, reader)
-            if header_raw is None and not any(isinstance(b, Heading) and b.level > 0 for b in blocks):
+            if header_raw is None and not headed:
                 candidate = _header_fields(rows)
                 if candidate is not None:
                     header_raw = candidate
@@ -75,6 +76,7 @@ def parse_docx(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
             blocks.append(Heading(0, text))
         elif heading:
             blocks.append(Heading(int(heading.group(1)), text))
+            headed = headed or int(heading.group(1)) > 0
         elif _LIST_STYLE.match(style):
             number = number + 1 if "Number" in style else 0
             _append_list_item(blocks, f"{number}. {text}" if number else f"- {text}")
