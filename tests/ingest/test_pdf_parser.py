@@ -281,3 +281,25 @@ def test_a_pdf_still_parsing_past_the_time_budget_fails_naming_the_budget_and_th
     with pytest.raises(ParseError) as refused:
         parse_document(ledger_pdf(footer=False), "slow.pdf", max_bytes=5_000_000, max_parse_seconds=1e-6)
     assert "KB_MAX_PARSE_SECONDS" in str(refused.value) and f"page 1 of {PAGES}" in str(refused.value)
+
+
+def test_a_cell_merged_down_two_rows_of_a_ruled_table_keeps_all_its_words():
+    document = pymupdf.open()
+    page = document.new_page()
+    lines = [(FIELDS["Title"], 20, "hebo"), ("Document control", 11, "helv")]
+    lines += [(f"{label}: {value}", 11, "helv") for label, value in FIELDS.items()]
+    lines += [("1. Limits", 14, "hebo"), ("The limits per desk follow.", 11, "helv")]
+    for n, (text, size, font) in enumerate(lines):
+        page.insert_text((72, 60 + 18 * n), text, fontsize=size, fontname=font)
+    x, y = [72, 222, 372], [320, 340, 360, 380]
+    for at in y:  # the rule between the last two rows stops short of the first column: a merged cell
+        page.draw_line((x[1] if at == 360 else x[0], at), (x[2], at))
+    for at in x:
+        page.draw_line((at, y[0]), (at, y[-1]))
+    for column, row, text in [(0, 0, "Desk"), (1, 0, "Limit"), (0, 1, "Treasury"), (1, 1, "250000"), (1, 2, "90000")]:
+        page.insert_text((x[column] + 4, y[row] + 14), text, fontsize=10)
+    page.insert_text((76, 372), "and FX", fontsize=10)  # the merged cell's second line, beside the last row
+    parsed = parse_document(document.tobytes(), "merged.pdf", max_bytes=5_000_000)
+    assert [b.rows for b in parsed.blocks if isinstance(b, Table)] == [
+        (("Desk", "Limit"), ("Treasury and FX", "250000"), ("", "90000"))
+    ]

@@ -14,6 +14,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pymupdf
 
@@ -267,20 +268,48 @@ def _table_rows(table: object, words: list[tuple]) -> list[tuple[str, ...]]:
         names = tuple(" ".join((name or "").split()) for name in header.names)
         if sum(1 for name in names if name) >= 2:  # one filled cell: a heading or caption above the table
             rows.append(names)
-    grid = [[pymupdf.Rect(cell) if cell else None for cell in row.cells] for row in table.rows]  # type: ignore[attr-defined]
+    grid = [list(row.cells) for row in table.rows]  # type: ignore[attr-defined]
     texts: list[list[list[str]]] = [[[] for _ in row] for row in grid]
+    find = _cell_finder(grid)
     for x0, y0, x1, y1, word, *_ in words:  # in reading order
-        centre = pymupdf.Point((x0 + x1) / 2, (y0 + y1) / 2)
-        for r, row in enumerate(grid):
-            column = next((c for c, cell in enumerate(row) if cell is not None and centre in cell), None)
-            if column is not None:
-                texts[r][column].append(word)
-                break
+        found = find((x0 + x1) / 2, (y0 + y1) / 2)
+        if found is not None:
+            texts[found[0]][found[1]].append(word)
     for row_texts in texts:
         cells = tuple(" ".join(words_in_cell) for words_in_cell in row_texts)
         if any(cells):
             rows.append(cells)
     return rows
+
+
+def _cell_finder(grid: list[list[Any]]) -> Callable[[float, float], tuple[int, int] | None]:
+    """(row, column) of the cell holding a point, found by bisection on the rows' tops and the cells' left
+    edges: testing every cell of a 60 x 40 grid for each word of its page took 10+ s. Rows are tried from the
+    one starting just above the point upward, while a row above still reaches down to it (a cell merged
+    down several rows)."""
+    bands = []  # (top, bottom, row, [(left, right, top, bottom, column)] by left edge)
+    for r, row in enumerate(grid):
+        cells = sorted((c[0], c[2], c[1], c[3], i) for i, c in enumerate(row) if c is not None)
+        if cells:
+            bands.append((min(c[2] for c in cells), max(c[3] for c in cells), r, cells))
+    bands.sort(key=lambda band: band[0])
+    tops = [band[0] for band in bands]
+    reach: list[float] = []  # the lowest bottom of any row from the first to this one
+    for band in bands:
+        reach.append(max(reach[-1], band[1]) if reach else band[1])
+    lefts = [[cell[0] for cell in band[3]] for band in bands]
+
+    def find(x: float, y: float) -> tuple[int, int] | None:
+        at = bisect.bisect_right(tops, y) - 1
+        while at >= 0 and reach[at] >= y:
+            cells = bands[at][3]
+            i = bisect.bisect_right(lefts[at], x) - 1
+            if i >= 0 and cells[i][1] >= x and cells[i][2] <= y <= cells[i][3]:
+                return bands[at][2], cells[i][4]
+            at -= 1
+        return None
+
+    return find
 
 
 def _drop_running_lines(lines: list[_Line], body: float) -> list[_Line]:
