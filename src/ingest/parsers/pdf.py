@@ -1,10 +1,16 @@
 """PDF (pymupdf): text lines with their fonts, tables from `find_tables()`, headings from the fonts.
 
-- Headings are lines set bold in a font larger than the body text; their levels follow the sizes.
-- Tables are read cell by cell (`get_text` clipped to each cell), because `Table.extract()` can drop
-  the spaces between words; a table continued on the next page under a repeated header is joined.
-- The header block is the `Document control` line and the `Label: value` lines after it.
-- Lines repeated at the top or bottom of most pages (running headers, page numbers) are dropped.
+- Headings are lines set bold in a font larger than the body text (tables' text counted in the body);
+  their levels follow the sizes; a heading set on two lines is one.
+- Tables are found only on pages whose rules cross like a table's, and read from the page's words, each
+  in the cell holding its centre, because `Table.extract()` can drop the spaces between words; a table
+  continued on the next page under a repeated header is joined.
+- A page set in two columns is read down each column in turn.
+- The header block is the `Document control` line and the `Label: value` lines after it, or a ruled
+  two-column table of labels and values before the first numbered heading.
+- Lines at the top or bottom of most pages that repeat verbatim, or with only the page number changing,
+  are running headers and footers, and are dropped.
+- A cut-off file is refused, and a parse-time budget is checked page by page.
 """
 
 from __future__ import annotations
