@@ -16,8 +16,8 @@ from pgvector.psycopg import register_vector
 
 from ingest.chunker import chunk_document
 from ingest.document import ParseError
+from ingest.injection import scan_chunk
 from ingest.parsers import FORMATS, parse_document
-from ingest.scanner import scan_chunk
 from ingest.upsert import (
     PreparedChunk,
     VersionConflict,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from ingest.chunker import chunk_document
 from ingest.document import Heading, Paragraph, Table
+from ingest.injection import scan_chunk
 from ingest.parsers import parse_document
-from ingest.scanner import scan_chunk
 
 CONTROL = (
     '<dl class="document-control"><dt>Doc code</dt><dd>ENG-GDE-961</dd><dt>Title</dt><dd>Deploy Guide</dd>'
