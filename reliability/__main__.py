@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         "--replicas", type=int, default=2, help="the load again through this many stateless replicas (0: not)"
     )
     parser.add_argument("--skip-load", action="store_true")
+    parser.add_argument("--replicas-only", action="store_true", help="of the loads, only the one through replicas")
     parser.add_argument("--skip-soak", action="store_true")
     parser.add_argument("--skip-faults", action="store_true")
     parser.add_argument("--skip-hostile", action="store_true")
@@ -92,31 +93,24 @@ def main(argv: list[str] | None = None) -> int:
         superuser, db_url = timed(results, "corpus database", lambda: load.corpus_database(state))
         cluster.superuser = superuser
         results["machine"] = machine.describe(superuser)
-        if not args.skip_load:
+        loads = [] if args.replicas_only else [("load", 1, "load")]
+        if args.replicas > 1:
+            loads.append((f"load through {args.replicas} replicas", args.replicas, "load_replicas"))
+        for name, replicas, key in [] if args.skip_load else loads:
             outcome = timed(
                 results,
-                "load",
-                lambda: load.run_load(
-                    db_url, work / "load", clients=args.clients, searches=args.searches, deadline_s=args.load_deadline
-                ),
-            )
-            if outcome is not None:
-                results["load"] = outcome.summary()
-        if not args.skip_load and args.replicas > 1:
-            replicated = timed(
-                results,
-                f"load through {args.replicas} replicas",
-                lambda: load.run_load(
+                name,
+                lambda r=replicas, k=key: load.run_load(
                     db_url,
-                    work / "load-replicas",
+                    work / k,
                     clients=args.clients,
                     searches=args.searches,
                     deadline_s=args.load_deadline,
-                    replicas=args.replicas,
+                    replicas=r,
                 ),
             )
-            if replicated is not None:
-                results["load_replicas"] = replicated.summary()
+            if outcome is not None:
+                results[key] = outcome.summary()
         if not args.skip_soak:
             soaked = timed(
                 results,

@@ -279,8 +279,9 @@ async def run_clients(
                     else:
                         outcome.errors["still rate limited after 10 tries"] += 1
                         failed += 1
-        except Exception as exc:  # the session itself failed (opening or closing it)
-            outcome.errors[f"session {type(exc).__name__}: {str(exc)[:100]}"] += 1
+        except Exception as exc:  # the session itself failed (opening or closing it, or its transport)
+            leaf = _innermost(exc)
+            outcome.errors[f"session {type(leaf).__name__}: {str(leaf)[:100]}"] += 1
         finally:
             await http.aclose()
 
@@ -294,6 +295,13 @@ async def run_clients(
     if searches is not None and outcome.completed + failed < searches:
         outcome.errors["searches never answered"] += searches - outcome.completed - failed
     return outcome
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The first leaf of an exception group (the client's task groups wrap what really went wrong)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def run_load(

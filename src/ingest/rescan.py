@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 import psycopg
 
-from ingest.injection import scan_chunk
-from ingest.scanner import SCANNER_VERSION, InjectionFinding
+from ingest.scanner import SCANNER_VERSION, InjectionFinding, scan_chunk
 from ingest.upsert import injection_metadata
 
 Scan = Callable[[str, str], Sequence[InjectionFinding]]

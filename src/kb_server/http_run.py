@@ -69,5 +69,8 @@ def run_http(app: Any, settings: ServerSettings) -> None:
         log_config=None,  # keep the one-line handler above
         # Open event streams would otherwise hold a stop signal off for as long as their clients stay.
         timeout_graceful_shutdown=5,
+        # uvicorn's default (5 s) closes idle connections sooner than a balancer or a pooled client expects:
+        # a request sent as the server closes one fails with "server disconnected" (KB_HTTP_KEEP_ALIVE_S).
+        timeout_keep_alive=settings.keep_alive_s,
         **proxy_options(settings),
     )

@@ -7,6 +7,8 @@ balancer that does not pin a client to one replica.
 
 from __future__ import annotations
 
+import http.client
+import time
 from collections.abc import Iterator
 
 import anyio
@@ -110,3 +112,17 @@ def test_each_replica_limits_a_token_on_its_own_so_n_replicas_allow_n_bursts(rep
     # ... while the second still has all of its own.
     fresh = _requests_until_limited(second, token, 5)
     assert 429 not in fresh and len(fresh) == 5
+
+
+def test_an_idle_connection_stays_open_longer_than_a_balancers_idle_timeout_would_need(replicas):
+    """uvicorn's default closed idle connections after 5 s: a balancer (or a pooled client, such as the MCP
+    client's) that sent its next request as the server closed one got "server disconnected" (it was 13 of
+    10,000 searches in the two-replica load). KB_HTTP_KEEP_ALIVE_S (75 s) keeps them open."""
+    port = httpx2.URL(replicas[0].url).port
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.request("GET", "/healthz")
+    assert connection.getresponse().read() is not None
+    time.sleep(6)  # longer than uvicorn's default keep-alive
+    connection.request("GET", "/healthz")  # on the same socket: http.client does not reconnect by itself
+    assert connection.getresponse().status == 200
+    connection.close()
