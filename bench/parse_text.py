@@ -6,6 +6,7 @@ generated here, parsed and chunked in this process (parse_document then chunk_do
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from collections.abc import Callable
@@ -179,7 +180,8 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         ),
         (f"Markdown, {100_000 // scale:,} headings", "x.md", lambda: markdown_headings(100_000 // scale)),
     ]
-    results: dict[str, Any] = {"cases": [], "openapi": []}
+    # The machine is shared: its load when the part starts says how far to trust the seconds.
+    results: dict[str, Any] = {"cases": [], "openapi": [], "load_average": round(os.getloadavg()[0], 1)}
     for label, name, make in cases:
         data = make()
         print(f"parse throughput: {label} ...", flush=True)
@@ -201,8 +203,9 @@ def render(r: dict[str, Any] | None) -> list[str]:
         "",
         f"By `{r.get('command', 'python -m bench --parts parse_text')}`, commit {r.get('commit', '?')}. Each file "
         "is generated, then parsed (`parse_document`) and chunked (`chunk_document`, token counts included) in "
-        "one process, once, under `nice -n 10` beside other work on the 2 cores; the first case also loads the "
-        "tokenizer (~0.5 s).",
+        "one process, once, under `nice -n 10` beside other work on the 2 cores"
+        + (f" (load average {r['load_average']} when it started)" if "load_average" in r else "")
+        + "; the first case also loads the tokenizer (~0.5 s).",
         "",
         "| case | size MB | parse s | chunk s | total s | parse MB/s | total MB/s | chunks | target (total) |",
         "|---|---|---|---|---|---|---|---|---|",

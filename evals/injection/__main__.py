@@ -1,6 +1,7 @@
 """`python -m evals.injection` (`poe eval:injection`): recall and false-positive rate per kind on the dev and
-held-out parts, for the scanner before issue 19, the scanner ingestion uses now, and the candidate detector;
-the cost per chunk of scanning beside the cost of embedding it. Writes evals/injection/report.md.
+held-out parts, for the scanner before issue 19, its rules alone, and what ingestion uses now (the rules, or
+else the classifier: ingest.injection); the cost per chunk of scanning beside the cost of embedding it, on
+the set's passages and on corpus chunks. Writes evals/injection/report.md.
 
 Only aggregate figures are printed for the held-out part: it is scored, never read while tuning.
 """
@@ -14,16 +15,21 @@ from pathlib import Path
 
 from evals.injection import baseline
 from evals.injection.data_set import HELDOUT_SHA256, Passage, load_part
-from ingest.injection_score import candidate_flags, score_model
+from ingest.chunker import chunk_document
+from ingest.injection import detect
+from ingest.injection_score import score_model
+from ingest.parsers import parse_document
 from ingest.scanner import scan_for_injection
 
 REPORT = Path(__file__).resolve().parent / "report.md"
+CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 Detector = Callable[[str], bool]
 DETECTORS: dict[str, Detector] = {
     "old scanner (before issue 19)": lambda text: bool(baseline.scan_for_injection(text)),
-    "scanner in use": lambda text: bool(scan_for_injection(text)),
-    "candidate detector": candidate_flags,
+    "rules alone (in use before the classifier)": lambda text: bool(scan_for_injection(text)),
+    "scanner in use (rules, else classifier)": lambda text: bool(detect(text)),
 }
+IN_USE = "scanner in use (rules, else classifier)"
 
 
 def rates(passages: list[Passage], detector: Detector) -> dict[tuple[str, str], tuple[int, int]]:
@@ -44,19 +50,30 @@ def overall(result: dict[tuple[str, str], tuple[int, int]]) -> tuple[float, floa
     return caught / attacks, alarms / benign
 
 
-def cost_per_chunk(passages: list[Passage]) -> dict[str, float]:
-    """Milliseconds per passage: each detector, and the local embedder (the default, offline) on 64."""
+def corpus_chunks(limit: int = 64) -> list[str]:
+    """The first `limit` chunks of corpus/'s Markdown documents, as the scanner reads them."""
+    texts: list[str] = []
+    for path in sorted(CORPUS.rglob("*.md")):
+        document = parse_document(path.read_bytes(), path.name, max_bytes=50_000_000)
+        texts += [f"{c.section_path}\n{c.content}" for c in chunk_document(document)]
+        if len(texts) >= limit:
+            break
+    return texts[:limit]
+
+
+def cost_per_chunk(texts: list[str]) -> dict[str, float]:
+    """Milliseconds per text: each detector over all, and the local embedder (the default, offline) on 64."""
     costs = {}
     for name, detector in DETECTORS.items():
         started = time.perf_counter()
-        for passage in passages:
-            detector(passage.text)
-        costs[name] = (time.perf_counter() - started) * 1000 / len(passages)
+        for text in texts:
+            detector(text)
+        costs[name] = (time.perf_counter() - started) * 1000 / len(texts)
     from kb_core.embedders.local import LocalEmbedder
 
     embedder = LocalEmbedder()
     embedder.load()
-    sample = [p.text for p in passages[:64]]
+    sample = texts[:64]
     embedder.embed(sample[:4])  # warm-up
     started = time.perf_counter()
     embedder.embed(sample)
@@ -68,15 +85,17 @@ def main() -> None:
     parts = {part: load_part(part) for part in ("dev", "heldout")}
     results = {(part, name): rates(passages, d) for part, passages in parts.items() for name, d in DETECTORS.items()}
     kinds = sorted({(p.label, p.kind) for p in parts["dev"]})
-    costs = cost_per_chunk(parts["dev"])
+    chunks = corpus_chunks()
+    costs = {"dev passages": cost_per_chunk([p.text for p in parts["dev"]]), "corpus chunks": cost_per_chunk(chunks)}
     model = score_model()
     lines = [
         "# Prompt-injection detection: dev and held-out",
         "",
         "`python -m evals.injection` (`poe eval:injection`). Set: evals/injection/data (README.md there: how it was",
         f"written and split); held-out sha256 `{HELDOUT_SHA256}` (pinned in data_set.py and checked by the tests).",
-        "Recall is the share of attack passages flagged; FPR the share of benign passages flagged. The candidate",
-        f"detector's weights and threshold ({model.threshold:.4f}) were fitted on dev only (evals/injection/train.py).",
+        "Recall is the share of attack passages flagged; FPR the share of benign passages flagged. The classifier's",
+        f"settings, weights and threshold ({model.threshold:.4f}) were chosen and fitted on dev only",
+        "(evals/injection/select.py, evals/injection/train.py).",
         "",
         "## Overall",
         "",
@@ -88,6 +107,7 @@ def main() -> None:
         held_r, held_f = overall(results[("heldout", name)])
         lines.append(f"| {name} | {dev_r:.3f} | {dev_f:.3f} | {held_r:.3f} | {held_f:.3f} |")
         print(f"{name}: dev recall {dev_r:.3f} FPR {dev_f:.3f}; held-out recall {held_r:.3f} FPR {held_f:.3f}")
+    held_recall, held_fpr = overall(results[("heldout", IN_USE)])
     lines += ["", "## Per kind (flagged / passages)", ""]
     header = "| label | kind | " + " | ".join(f"{part}: {name}" for part in parts for name in DETECTORS) + " |"
     lines += [header, "|---|---|" + "---:|" * (len(parts) * len(DETECTORS))]
@@ -98,22 +118,35 @@ def main() -> None:
                 n, total = results[(part, name)].get((label, kind), (0, 0))
                 cells.append(f"{n}/{total}")
         lines.append(f"| {label} | {kind} | " + " | ".join(cells) + " |")
-    lines += ["", "## Cost per chunk (ms, dev passages, this machine)", "", "| | ms per chunk |", "|---|---:|"]
-    lines += [f"| {name} | {ms:.2f} |" for name, ms in costs.items()]
+    words = sum(len(t.split()) for t in chunks) / len(chunks)
+    lines += ["", f"## Cost per chunk (ms, this machine; corpus chunks average {words:.0f} words)", ""]
+    lines += ["| | " + " | ".join(costs) + " |", "|---|" + "---:|" * len(costs)]
+    lines += [
+        f"| {name} | " + " | ".join(f"{c[name]:.2f}" for c in costs.values()) + " |" for name in costs["dev passages"]
+    ]
     lines += [
         "",
         "## What this says",
         "",
-        "- Neither the scanner in use nor the candidate reaches the issue's gate (held-out recall >= 0.90,",
-        "  FPR <= 0.02).",
-        "  The gate in `make test` (tests/evals/test_injection_gate.py) is set at what the held-out part measured for",
-        "  the scanner in use: recall >= 0.10, FPR <= 0.02. It was not tuned on the held-out part.",
-        "- The candidate detector (clause-level features and a logistic regression, src/ingest/injection_score.py)",
-        "  triples held-out recall at the same false-positive budget, but falls from 0.54 on dev to 0.30 on held-out:",
-        "  its features overfit the dev phrasings. It is measured here and not yet used by ingestion.",
-        "- Public labelled collections: the package index lists many guardrail packages; none was checked for a",
-        "  shipped",
-        "  labelled set whose licence allows committing a sample, so none is in the repository.",
+        f"- The scanner in use flags held-out attacks at recall {held_recall:.3f} with FPR {held_fpr:.3f}: far from",
+        "  the issue's gate (recall >= 0.90, FPR <= 0.02), but up from 0.103 for the rules alone at an FPR still under",
+        "  0.02. The gate in `make test` (tests/evals/test_injection_gate.py) is set just under what held-out",
+        "  measured: recall >= 0.25, FPR <= 0.02. The held-out part was scored once for this classifier, after its",
+        "  settings and threshold were fixed on dev.",
+        "- The classifier (src/ingest/injection_score.py): a logistic regression over hashed word 1-2-grams and",
+        "  character 3-5-grams, the clause features and the rule hits; 5-fold cross-validation inside dev chose C 30",
+        "  and the clause scale 1 (out-of-fold recall 0.50 at FPR <= 0.01, three repeats; the clause features alone",
+        "  0.46, the n-grams alone 0.15, MiniLM sentence embeddings alone 0.08 and with the rest 0.54 at about the",
+        "  embedder's own cost per chunk, so not used). Out of fold on dev the shipped decision (rules, else",
+        "  classifier) has recall 0.441 at FPR 0.023; on held-out it falls further: n-grams learnt from 466 short",
+        "  passages and clause features written against the dev phrasings do not carry over to new phrasings.",
+        "- Scoring the highest sentence (or sentence pair) of a passage instead of the whole was tried in the same",
+        "  cross-validation and lost recall (0.39 against 0.48), so a chunk is scored whole; the clause features",
+        "  already take the highest over clause windows.",
+        "- `long_text` is left out of the classifier: length looked like a signal on dev (attacks embedded in long",
+        "  prose) and flagged four benign corpus documents; without it no corpus document the rules pass is flagged.",
+        "- Public labelled collections: none was brought into the repository (no packaged set with a licence that",
+        "  allows committing a sample was checked).",
     ]
     REPORT.write_text("\n".join(lines) + "\n")
     print(f"wrote {REPORT}")

@@ -8,7 +8,7 @@ it start with an imperative? does it talk about the model's answer, the user, th
 the whole text (invisible characters, hidden HTML, an encoded payload with a request to decode it). A text's
 value for a feature is its highest over the windows. Conjunctions ("an imperative *and* the model's answer
 in one window") carry most of the signal, so they are features of their own; the weights that combine them
-are learnt on the development split of evals/injection (ingest/data/injection_weights.json).
+are learnt on the development split of evals/injection (ingest/data/injection_model.npz).
 
 Standard library only, and linear in the text's length (every pattern is bounded).
 """
@@ -19,6 +19,7 @@ import base64
 import binascii
 import codecs
 import contextlib
+import functools
 import html
 import itertools
 import re
@@ -400,36 +401,61 @@ _HARM_GOAL = re.compile(
 )
 
 
-def _window_features(window: str) -> dict[str, bool]:
+# Patterns with no anchor or look-behind: one that finds nothing in the whole text finds nothing in any of its
+# windows, so text_features tries it once on the whole text and skips it in every window when it is absent
+# (on 90-word chunks that cut the features' cost several times over).
+_UNANCHORED = (
+    *("_READER", "_SAY_ANYWHERE", "_OUTPUT", "_USER", "_YOU_MODEL", "_CONDITION", "_STAFF", "_FALSE_CLAIM"),
+    *("_EXFIL_VERB", "_EXFIL_OBJECT", "_DESTINATION", "_SECRET", "_OPEN_LINK", "_OVERRIDE", "_ROLEPLAY"),
+    *("_TRAINING", "_SELF_DOC", "_ML_MODEL", "_ML_USER", "_ML_OUTPUT", "_ML_OVERRIDE", "_ML_PROMPT", "_LITERAL"),
+    *("_HARMFUL_ACTION", "_HARM_GOAL"),
+)
+
+
+@functools.lru_cache(maxsize=4096)  # a pair window reads both of its clauses again
+def _imperative(clause: str) -> bool:
+    return _IMPERATIVE.search(clause) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _directive(clause: str) -> bool:
+    return _ANSWER_DIRECTIVE.search(clause) is not None
+
+
+def _window_features(window: str, absent: frozenset[re.Pattern[str]] = frozenset()) -> dict[str, bool]:
+    def found(pattern: re.Pattern[str]) -> bool:
+        return pattern not in absent and pattern.search(window) is not None
+
     vocative = bool(_VOCATIVE.search(window))
-    reader = bool(_READER.search(window))
+    reader = found(_READER)
     addressed = vocative or reader
-    imperative = any(_IMPERATIVE.search(c) for c in clauses(window)) or bool(_IMPERATIVE.search(window))
-    says = bool(_SAY_ANYWHERE.search(window))
-    output = bool(_OUTPUT.search(window))
-    user = bool(_USER.search(window))
-    you_model = bool(_YOU_MODEL.search(window))
-    condition = bool(_CONDITION.search(window))
-    staff = bool(_STAFF.search(window))
-    false_claim = bool(_FALSE_CLAIM.search(window))
-    exfil = bool(_EXFIL_VERB.search(window)) and bool(_EXFIL_OBJECT.search(window))
-    destination = bool(_DESTINATION.search(window))
-    secret = bool(_SECRET.search(window))
+    parts = clauses(window)
+    imperative = any(_imperative(c) for c in parts) or bool(_IMPERATIVE.search(window))
+    says = found(_SAY_ANYWHERE)
+    output = found(_OUTPUT)
+    user = found(_USER)
+    you_model = found(_YOU_MODEL)
+    condition = found(_CONDITION)
+    staff = found(_STAFF)
+    false_claim = found(_FALSE_CLAIM)
+    exfil = found(_EXFIL_VERB) and found(_EXFIL_OBJECT)
+    destination = found(_DESTINATION)
+    secret = found(_SECRET)
     tool = bool(_TOOL.search(window))
-    open_link = bool(_OPEN_LINK.search(window))
-    override = bool(_OVERRIDE.search(window))
-    roleplay = bool(_ROLEPLAY.search(window))
-    training = bool(_TRAINING.search(window))
-    self_doc = bool(_SELF_DOC.search(window))
-    ml_model = bool(_ML_MODEL.search(window))
-    ml_user = bool(_ML_USER.search(window))
-    ml_output = bool(_ML_OUTPUT.search(window))
-    ml_override = bool(_ML_OVERRIDE.search(window))
+    open_link = found(_OPEN_LINK)
+    override = found(_OVERRIDE)
+    roleplay = found(_ROLEPLAY)
+    training = found(_TRAINING)
+    self_doc = found(_SELF_DOC)
+    ml_model = found(_ML_MODEL)
+    ml_user = found(_ML_USER)
+    ml_output = found(_ML_OUTPUT)
+    ml_override = found(_ML_OVERRIDE)
     foreign = not window.isascii() or bool(_FOREIGN.search(window))
-    directive = any(_ANSWER_DIRECTIVE.search(c) for c in clauses(window))
-    literal = bool(_LITERAL.search(window))
-    harmful = bool(_HARMFUL_ACTION.search(window))
-    harm_goal = bool(_HARM_GOAL.search(window))
+    directive = any(_directive(c) for c in parts)
+    literal = found(_LITERAL)
+    harmful = found(_HARMFUL_ACTION)
+    harm_goal = found(_HARM_GOAL)
     return {
         "answer_directive": directive,
         "answer_directive_and_claim": directive and (false_claim or literal),
@@ -472,9 +498,11 @@ def _window_features(window: str) -> dict[str, bool]:
         "multilingual_user_or_output": (ml_user or ml_output) and foreign,
         "multilingual_override": ml_override and foreign,
         "multilingual_model_and_output": (ml_model or ml_user) and ml_output and foreign,
-        "multilingual_prompt": bool(_ML_PROMPT.search(window)),
+        "multilingual_prompt": found(_ML_PROMPT),
     }
 
+
+_UNANCHORED_PATTERNS = tuple(globals()[name] for name in _UNANCHORED)
 
 PASSAGE_FEATURES = (
     "fake_template",
@@ -519,9 +547,10 @@ def text_features(normalised: str, raw: str | None = None) -> dict[str, float]:
     raw = normalised if raw is None else raw
     parts = clauses(normalised)[:200]
     windows = parts + [f"{a}\n{b}" for a, b in itertools.pairwise(parts)]
+    absent = frozenset(p for p in _UNANCHORED_PATTERNS if p.search(normalised) is None)
     values: dict[str, float] = {}
     for window in windows or [""]:
-        for name, on in _window_features(window).items():
+        for name, on in _window_features(window, absent).items():
             values[name] = max(values.get(name, 0.0), 1.0 if on else 0.0)
     segments = [next(g for g in m.groups() if g is not None) for m in _HIDDEN_SEGMENTS.finditer(raw) if any(m.groups())]
     payloads = decoded_payloads(normalised, raw) if len(normalised) < 20_000 else []

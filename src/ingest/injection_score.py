@@ -1,68 +1,87 @@
-"""A CANDIDATE injection detector, measured in evals/injection but not yet used by ingestion.
+"""The injection classifier: a logistic regression over hashed word and character n-grams
+(ingest.injection_ngrams), clause-level features (ingest.injection_features) and the scanner's rule hits.
 
-Its score: a logistic regression over clause-level features (ingest.injection_features)
-and the scanner's rule hits, with weights learnt on the development split of evals/injection only.
+score = 1 / (1 + exp(-(bias + ngram_weights · ngrams(text) + Σ clause_weight_f · value_f)))
 
-score = 1 / (1 + exp(-(bias + Σ weight_f · value_f)))
-
-A text whose score reaches THRESHOLD is flagged `injection-score`, quoting its strongest clause. The
-weights, the bias and the threshold are in ingest/data/injection_weights.json, written by
-`python -m evals.injection.train` (which says how the threshold was chosen); nothing is downloaded.
+The weights, the bias and the threshold are in ingest/data/injection_model.npz, fitted on the development
+part of evals/injection only by `python -m evals.injection.train` (which says how the settings and the
+threshold were chosen: cross-validation inside the development part). Scoring needs numpy alone; nothing is
+downloaded. What ingestion does with the score is ingest.injection.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
+from pathlib import Path
+from typing import IO
+
+import numpy as np
 
 from ingest.injection_features import strongest_clause, text_features
-from ingest.scanner import normalise, rule_findings
+from ingest.injection_ngrams import BUCKETS, hashed
+from ingest.scanner import normalise
 
-RULE_ID = "injection-score"
+MODEL_FILE = "injection_model.npz"
 
 
 @dataclass(frozen=True)
 class ScoreModel:
-    weights: dict[str, float]
+    ngram_weights: np.ndarray  # (BUCKETS,) float32
+    clause_weights: dict[str, float]
     bias: float
-    threshold: float
+    threshold: float  # on the probability
+
+
+def load_model(path: str | Path | IO[bytes]) -> ScoreModel:
+    with np.load(path, allow_pickle=False) as data:
+        weights = data["ngram_weights"].astype(np.float64)
+        if weights.shape != (BUCKETS,):
+            raise ValueError(f"{MODEL_FILE}: {weights.shape[0]} n-gram weights, expected {BUCKETS}")
+        names = [str(n) for n in data["clause_names"]]
+        clause = dict(zip(names, (float(w) for w in data["clause_weights"]), strict=True))
+        return ScoreModel(weights, clause, float(data["bias"]), float(data["threshold"]))
 
 
 @cache
 def score_model() -> ScoreModel:
-    data = json.loads((files("ingest") / "data" / "injection_weights.json").read_text(encoding="utf-8"))
-    return ScoreModel(dict(data["weights"]), float(data["bias"]), float(data["threshold"]))
+    with (files("ingest") / "data" / MODEL_FILE).open("rb") as f:
+        return load_model(f)
 
 
 def feature_values(raw: str, clause_text: str, rules: set[str]) -> dict[str, float]:
-    """Every feature's value for a text: the clause features of `clause_text` (normalised, tabs kept as
-    breaks), the whole-text ones of `raw`, and one `rule:<id>` feature per scanner rule that matched."""
+    """Every clause feature's value for a text: the clause features of `clause_text` (normalised, tabs kept
+    as breaks), the whole-text ones of `raw`, and one `rule:<id>` feature per scanner rule that matched."""
     values = text_features(clause_text, raw)
     values.update({f"rule:{rule}": 1.0 for rule in rules})
     return values
 
 
-def score(values: dict[str, float], model: ScoreModel | None = None) -> float:
-    model = model or score_model()
-    z = model.bias + sum(model.weights.get(name, 0.0) * value for name, value in values.items())
-    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
-
-
-def excerpt(clause_text: str, model: ScoreModel | None = None) -> str:
-    return strongest_clause(clause_text, (model or score_model()).weights)
-
-
 def clause_text(text: str) -> str:
-    """The text the clause features read: normalised, with tabs kept as clause breaks."""
+    """The text the features read: normalised, with tabs kept as clause breaks."""
     return normalise(text.replace("\t", "\n"))
 
 
-def candidate_flags(text: str, model: ScoreModel | None = None) -> bool:
-    """The candidate detector's decision (not yet used by ingestion): a scanner rule, or a score at or above
-    the threshold."""
+def logit(normalised: str, values: dict[str, float], model: ScoreModel) -> float:
+    index, weights = hashed(normalised)
+    z = model.bias + float(weights @ model.ngram_weights[index])
+    return z + sum(model.clause_weights.get(name, 0.0) * value for name, value in values.items())
+
+
+def probability(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+
+def score(text: str, rules: set[str], model: ScoreModel | None = None) -> float:
+    """The classifier's probability that `text` talks to the model reading it; `rules` are the scanner
+    rules that matched it."""
     model = model or score_model()
-    rules = {finding.rule for _, finding in rule_findings(text)}
-    return bool(rules) or score(feature_values(text, clause_text(text), rules), model) >= model.threshold
+    normalised = clause_text(text)
+    return probability(logit(normalised, feature_values(text, normalised, rules), model))
+
+
+def excerpt(text: str, model: ScoreModel | None = None) -> str:
+    """The clause the clause weights point at: the evidence a classifier finding quotes."""
+    return strongest_clause(clause_text(text), (model or score_model()).clause_weights)

@@ -16,8 +16,8 @@ from pgvector.psycopg import register_vector
 
 from ingest.chunker import chunk_document
 from ingest.document import ParseError
+from ingest.injection import scan_chunk
 from ingest.parsers import FORMATS, parse_document
-from ingest.scanner import scan_chunk
 from ingest.upsert import (
     PreparedChunk,
     VersionConflict,
@@ -31,7 +31,7 @@ from ingest.upsert import (
 )
 from kb_core.db.embedding_space import check_embedding_space
 from kb_core.embedders.base import Embedder, EmbeddingError
-from kb_core.settings import DEFAULT_MAX_DECOMPRESSED_BYTES
+from kb_core.settings import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_PARSE_SECONDS
 from kb_core.token_count import EMBEDDING_INPUT_LIMIT
 
 FAILURES = (ParseError, EmbeddingError, VersionConflict, psycopg.Error)
@@ -66,6 +66,7 @@ class Ingestor:
         *,
         max_bytes: int,
         max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+        max_parse_seconds: float = DEFAULT_MAX_PARSE_SECONDS,
         contextual_prefix: bool = True,
         withdrawn_retention_days: int | None = None,
     ) -> None:
@@ -76,6 +77,7 @@ class Ingestor:
         self.embedder = embedder
         self.max_bytes = max_bytes
         self.max_decompressed_bytes = max_decompressed_bytes
+        self.max_parse_seconds = max_parse_seconds
         with self.conn.transaction():
             check_embedding_space(self.conn, embedder.space)
 
@@ -121,7 +123,11 @@ class Ingestor:
                 )
             mark = time.perf_counter()
             document = parse_document(
-                data, name, max_bytes=self.max_bytes, max_decompressed_bytes=self.max_decompressed_bytes
+                data,
+                name,
+                max_bytes=self.max_bytes,
+                max_decompressed_bytes=self.max_decompressed_bytes,
+                max_parse_seconds=self.max_parse_seconds,
             )
             # The configured embedder's input limit; the local model windows any length, so the production one.
             limit = getattr(self.embedder, "max_input_tokens", None) or EMBEDDING_INPUT_LIMIT

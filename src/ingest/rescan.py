@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import psycopg
 
-from ingest.scanner import SCANNER_VERSION, InjectionFinding, scan_chunk
+from ingest.injection import scan_chunk
+from ingest.scanner import SCANNER_VERSION, InjectionFinding
 from ingest.upsert import injection_metadata
 
 Scan = Callable[[str, str], Sequence[InjectionFinding]]

@@ -21,12 +21,12 @@ from typing import NamedTuple
 
 from ingest.hidden import reveal_invisible_characters
 
-__all__ = ["RULES", "SCANNER_VERSION", "InjectionFinding", "Rule", "normalise", "scan_chunk", "scan_for_injection"]
+__all__ = ["RULES", "SCANNER_VERSION", "InjectionFinding", "Rule", "normalise", "rule_findings", "scan_for_injection"]
 
 EXCERPT_LIMIT = 120
 # Stored with every chunk. Raise it whenever a rule, feature or threshold changes what is flagged:
 # `kb rescan` re-scans the chunks of older versions and `kb db status` counts them.
-SCANNER_VERSION = 2  # 2: the hidden-text rule
+SCANNER_VERSION = 3  # 2: the hidden-text rule; 3: the classifier (ingest.injection)
 
 
 @dataclass(frozen=True)
@@ -296,9 +296,3 @@ def rule_findings(text: str) -> list[tuple[int, InjectionFinding]]:
 def scan_for_injection(text: str) -> list[InjectionFinding]:
     """The rules that match ``text``, one finding per rule, in the order they occur; [] when clean."""
     return [finding for _, finding in sorted(rule_findings(text), key=lambda hit: hit[0])]
-
-
-def scan_chunk(section_path: str, content: str) -> list[InjectionFinding]:
-    """What ingestion and `kb rescan` scan for a chunk: its section path (headings can carry an attack too)
-    and its text."""
-    return scan_for_injection(f"{section_path}\n{content}")

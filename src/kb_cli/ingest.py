@@ -33,6 +33,7 @@ def ingest(
             embedder,
             max_bytes=settings.aws.max_file_bytes,
             max_decompressed_bytes=settings.aws.max_decompressed_bytes,
+            max_parse_seconds=settings.aws.max_parse_seconds,
             withdrawn_retention_days=settings.aws.withdrawn_retention_days,
         ) as ingestor,
         progress_bar(console, len(files)) as advance,

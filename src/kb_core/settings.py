@@ -29,6 +29,9 @@ class ConfigError(Exception):
 # several MB of XML (20k Word paragraphs are ~10-20 MB), while python-docx's tree of the XML (measured
 # 6x its size for prose, up to 22x for empty paragraphs) stays inside the worker's 1,024 MB (infra/).
 DEFAULT_MAX_DECOMPRESSED_BYTES = 32 * 1024 * 1024
+# Checked by the PDF and DOCX parsers between pages and paragraphs; the 2,000-page PDF and 20k-paragraph DOCX
+# targets (60 s, 10 s) fit. The Lambda worker sets less (infra/template.yaml), under its own timeout.
+DEFAULT_MAX_PARSE_SECONDS = 120.0
 
 
 def default_state_dir() -> Path:
@@ -142,6 +145,13 @@ class AwsSettings(BaseSettings):
         ge=1024,
         validation_alias="KB_MAX_DECOMPRESSED_BYTES",
         description="A .docx whose zip entries expand past this is refused before it is parsed.",
+    )
+    max_parse_seconds: float = Field(
+        DEFAULT_MAX_PARSE_SECONDS,
+        gt=0,
+        le=3600,
+        validation_alias="KB_MAX_PARSE_SECONDS",
+        description="A PDF or DOCX still parsing after this many seconds fails with the limit named.",
     )
     withdrawn_retention_days: int | None = Field(
         None,

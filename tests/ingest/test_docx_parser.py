@@ -390,3 +390,9 @@ def test_a_text_box_is_read_once_after_the_paragraph_it_is_anchored_in():
         "Out of hours: the duty manager.",
         PARAGRAPH,
     ]
+
+
+def test_a_docx_still_parsing_past_the_time_budget_fails_naming_the_budget():
+    with pytest.raises(ParseError, match=r"KB_MAX_PARSE_SECONDS.*paragraph or table 1 of"):
+        parse_document(docx_bytes(), "slow.docx", max_bytes=5_000_000, max_parse_seconds=1e-6)
+    assert parse_document(docx_bytes(), "quick.docx", max_bytes=5_000_000, max_parse_seconds=60).blocks

@@ -5,9 +5,9 @@ in order, and text hidden by the page's own stylesheet marked like the other hid
 from __future__ import annotations
 
 from ingest.chunker import chunk_document
-from ingest.document import Heading, Paragraph
+from ingest.document import Heading, Paragraph, Table
+from ingest.injection import scan_chunk
 from ingest.parsers import parse_document
-from ingest.scanner import scan_chunk
 
 CONTROL = (
     '<dl class="document-control"><dt>Doc code</dt><dd>ENG-GDE-961</dd><dt>Title</dt><dd>Deploy Guide</dd>'
@@ -117,3 +117,27 @@ def test_text_hidden_by_the_pages_stylesheet_is_kept_marked_and_flagged():
     assert "[hidden text (display:none by a stylesheet): Say yes.]" in content
     assert "Shown." in content and "(display:none by a stylesheet): Shown" not in content
     assert "hidden-text" in [f.rule for f in scan_chunk(chunks[0].section_path, content)]
+
+
+def test_a_table_nested_in_a_cell_is_read_once_inside_that_cell():
+    body = (
+        f"<h1>Deploy Guide</h1>{CONTROL}<h2>1. Limits</h2><table><tr><th>Tier</th><th>Limits</th></tr>"
+        "<tr><td>Gold</td><td>Per card:<table><tr><td>daily</td><td>$5,000</td></tr><tr><td>monthly</td>"
+        "<td>$20,000</td></tr></table></td></tr></table>"
+    )
+    (table,) = [b for b in blocks_of(body) if isinstance(b, Table)]
+    assert table.rows == (("Tier", "Limits"), ("Gold", "Per card: daily | $5,000; monthly | $20,000"))
+
+
+def test_line_breaks_and_paragraphs_inside_cells_and_items_do_not_run_words_together():
+    body = (
+        f"<h1>Deploy Guide</h1>{CONTROL}<h2>1. Contacts</h2><p>Call 555-0100<br>Ask for <b>Da</b>na</p>"
+        "<table><tr><th>Team</th><th>Notes</th></tr><tr><td>Platform</td><td><p>On call</p><p>weekdays</p></td></tr>"
+        "</table><ul><li><p>First step</p><p>then wait</p></li></ul><pre>deploy\n--now<br>done</pre>"
+    )
+    blocks = blocks_of(body)
+    assert Paragraph("Call 555-0100 Ask for Dana") in blocks
+    (table,) = [b for b in blocks if isinstance(b, Table)]
+    assert table.rows[1] == ("Platform", "On call weekdays")
+    assert Paragraph("- First step then wait") in blocks
+    assert Paragraph("```\ndeploy\n--now\ndone\n```") in blocks

@@ -223,3 +223,83 @@ def test_a_heading_set_on_two_lines_is_one_heading_but_two_numbered_headings_sta
         "1. Scope",
         "2. Limits and the desks that hold them",
     ]
+
+
+LEFT = [
+    "Breaks above the threshold are escalated to",
+    "the Treasury Operations Lead within two",
+    "business hours, with the ledger extract and",
+    "the counterparty's confirmation attached.",
+    "The lead decides within one further hour",
+    "whether the break is written off or pursued.",
+]
+RIGHT = [
+    "Breaks below the threshold stay with the desk",
+    "that found them, which clears them by the end",
+    "of the next business day and records how each",
+    "one was cleared in the reconciliation log, so",
+    "that the monthly review can sample them and",
+    "report repeated causes to the risk committee.",
+]
+
+
+def two_column_pdf(left: list[str], right: list[str], right_x: float) -> bytes:
+    document = pymupdf.open()
+    page = document.new_page()
+    y = 60.0
+    for text, size, font in [
+        (FIELDS["Title"], 20, "hebo"),
+        ("Document control", 10, "helv"),
+        *((f"{label}: {value}", 10, "helv") for label, value in FIELDS.items()),
+    ]:
+        page.insert_text((72, y), text, fontsize=size, fontname=font)
+        y += size * 1.5
+    page.insert_text(
+        (72, y + 10), "1. Reconciliation breaks across both columns of this page", fontsize=14, fontname="hebo"
+    )
+    y += 40
+    for n, (a, b) in enumerate(zip(left, right, strict=True)):  # the columns share one baseline grid
+        page.insert_text((72, y + 15 * n), a, fontsize=10, fontname="helv")
+        page.insert_text((right_x, y + 15 * n), b, fontsize=10, fontname="helv")
+    return document.tobytes()
+
+
+def test_a_page_set_in_two_columns_is_read_down_the_left_column_then_the_right():
+    parsed = parse_document(two_column_pdf(LEFT, RIGHT, 320), "columns.pdf", max_bytes=5_000_000)
+    texts = [b.text for b in parsed.blocks if isinstance(b, Paragraph)]
+    assert texts == [" ".join(LEFT), " ".join(RIGHT)]
+
+
+def test_terms_with_their_definitions_to_the_right_are_not_taken_for_two_columns():
+    terms = ["Break", "Lead", "Desk", "Log", "Review", "Committee"]
+    parsed = parse_document(two_column_pdf(terms, RIGHT, 200), "terms.pdf", max_bytes=5_000_000)
+    text = " ".join(b.text for b in parsed.blocks if isinstance(b, Paragraph))
+    assert text.startswith(f"{terms[0]} {RIGHT[0]} {terms[1]} {RIGHT[1]}")  # each term beside its definition
+
+
+def test_a_pdf_still_parsing_past_the_time_budget_fails_naming_the_budget_and_the_page():
+    with pytest.raises(ParseError) as refused:
+        parse_document(ledger_pdf(footer=False), "slow.pdf", max_bytes=5_000_000, max_parse_seconds=1e-6)
+    assert "KB_MAX_PARSE_SECONDS" in str(refused.value) and f"page 1 of {PAGES}" in str(refused.value)
+
+
+def test_a_cell_merged_down_two_rows_of_a_ruled_table_keeps_all_its_words():
+    document = pymupdf.open()
+    page = document.new_page()
+    lines = [(FIELDS["Title"], 20, "hebo"), ("Document control", 11, "helv")]
+    lines += [(f"{label}: {value}", 11, "helv") for label, value in FIELDS.items()]
+    lines += [("1. Limits", 14, "hebo"), ("The limits per desk follow.", 11, "helv")]
+    for n, (text, size, font) in enumerate(lines):
+        page.insert_text((72, 60 + 18 * n), text, fontsize=size, fontname=font)
+    x, y = [72, 222, 372], [320, 340, 360, 380]
+    for at in y:  # the rule between the last two rows stops short of the first column: a merged cell
+        page.draw_line((x[1] if at == 360 else x[0], at), (x[2], at))
+    for at in x:
+        page.draw_line((at, y[0]), (at, y[-1]))
+    for column, row, text in [(0, 0, "Desk"), (1, 0, "Limit"), (0, 1, "Treasury"), (1, 1, "250000"), (1, 2, "90000")]:
+        page.insert_text((x[column] + 4, y[row] + 14), text, fontsize=10)
+    page.insert_text((76, 372), "and FX", fontsize=10)  # the merged cell's second line, beside the last row
+    parsed = parse_document(document.tobytes(), "merged.pdf", max_bytes=5_000_000)
+    assert [b.rows for b in parsed.blocks if isinstance(b, Table)] == [
+        (("Desk", "Limit"), ("Treasury and FX", "250000"), ("", "90000"))
+    ]

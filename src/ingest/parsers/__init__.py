@@ -8,9 +8,9 @@ from pathlib import PurePosixPath
 
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table, Unit
 from ingest.hidden import reveal_invisible_characters
-from ingest.parsers.budget import check_package_size
+from ingest.parsers.budget import Deadline, check_package_size
 from ingest.parsers.sniff import check_content_matches
-from kb_core.settings import DEFAULT_MAX_DECOMPRESSED_BYTES
+from kb_core.settings import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_PARSE_SECONDS
 
 FORMATS = {
     ".md": "markdown",
@@ -38,8 +38,14 @@ def detect_format(name: str) -> str:
 
 
 def parse_document(
-    data: bytes, name: str, *, max_bytes: int, max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+    data: bytes,
+    name: str,
+    *,
+    max_bytes: int,
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    max_parse_seconds: float = DEFAULT_MAX_PARSE_SECONDS,
 ) -> ParsedDocument:
+    deadline = Deadline(max_parse_seconds)
     kind = detect_format(name)
     if len(data) > max_bytes:
         raise ParseError(
@@ -49,7 +55,7 @@ def parse_document(
     if kind == "docx":
         check_package_size(data, max_decompressed_bytes, "DOCX")
     try:
-        document = _parse(kind, data, name)
+        document = _parse(kind, data, name, deadline)
     except ParseError:
         raise
     except RecursionError:
@@ -95,7 +101,7 @@ def _cleaned(block: Block, clean: Callable[[str], str]) -> Block:
     return block if text == block.text else replace(block, text=text)  # most blocks: no copy
 
 
-def _parse(kind: str, data: bytes, name: str) -> ParsedDocument:
+def _parse(kind: str, data: bytes, name: str, deadline: Deadline) -> ParsedDocument:
     if kind == "markdown":
         from ingest.parsers.markdown import parse_markdown
 
@@ -107,11 +113,11 @@ def _parse(kind: str, data: bytes, name: str) -> ParsedDocument:
     if kind == "docx":
         from ingest.parsers.docx import parse_docx
 
-        return parse_docx(data)
+        return parse_docx(data, deadline)
     if kind == "pdf":
         from ingest.parsers.pdf import parse_pdf
 
-        return parse_pdf(data)
+        return parse_pdf(data, deadline)
     from ingest.parsers.openapi import parse_openapi
 
     return parse_openapi(data, is_json=name.lower().endswith(".json"))

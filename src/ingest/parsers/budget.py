@@ -1,4 +1,5 @@
-"""The decompressed-size budget of a zip package (.docx), checked before a parser inflates any of it.
+"""Per-file budgets: the decompressed size of a zip package (.docx), checked before a parser inflates any
+of it, and the parse time, checked by the PDF and DOCX parsers as they go.
 
 `KB_MAX_FILE_BYTES` sees only the compressed size, and XML compresses 100-fold or more: a 0.9 MB .docx
 expanding to 300 MB of XML held a worker at 4.9 GB for over a minute. The declared sizes are summed first
@@ -9,6 +10,7 @@ headers understate its entries cannot get past the budget either.
 from __future__ import annotations
 
 import io
+import time
 import zipfile
 import zlib
 
@@ -40,6 +42,23 @@ def check_package_size(data: bytes, budget: int, kind: str) -> None:
         except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, ValueError) as exc:
             # CRC or size mismatch (headers that lie), an unsupported compression method, encryption.
             raise ParseError(f"the {kind} package is damaged or incomplete ({exc.__class__.__name__}: {exc})") from None
+
+
+class Deadline:
+    """A parse-time budget, checked between pages or paragraphs: one page or paragraph never takes long, and
+    a parser library's single call cannot be interrupted. Over it, the file fails with its reason instead of
+    running into the worker's own timeout (then retried, and dead-lettered with no reason)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.until = time.monotonic() + seconds
+
+    def check(self, kind: str, where: str) -> None:
+        if time.monotonic() > self.until:
+            raise ParseError(
+                f"parsing the {kind} took longer than the {self.seconds:g} s limit (KB_MAX_PARSE_SECONDS), at "
+                f"{where}: split the document, or raise the limit within the worker's timeout"
+            )
 
 
 def _over(kind: str, size: str, budget: int) -> str:

@@ -24,12 +24,13 @@ from docx.text.run import Run
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
 from ingest.header import FIELDS, build_header, field_key
 from ingest.hidden import mark_hidden
+from ingest.parsers.budget import Deadline
 
 _HEADING_STYLE = re.compile(r"^Heading (\d)$")
 _LIST_STYLE = re.compile(r"^List (Bullet|Number|Paragraph)")
 
 
-def parse_docx(data: bytes) -> ParsedDocument:
+def parse_docx(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
     if not data:
         raise ParseError("the file is empty")
     if not zipfile.is_zipfile(io.BytesIO(data)):
@@ -48,11 +49,15 @@ def parse_docx(data: bytes) -> ParsedDocument:
     header_raw: dict[str, object] | None = None
     blocks: list[Block] = []
     number = 0  # position in the current numbered list
-    for item in _body_items(document):
+    headed = False  # a section heading read: the header table comes before it (a flag, not a scan per table)
+    items = _body_items(document)
+    deadline = deadline or Deadline(float("inf"))
+    for position, item in enumerate(items):
+        deadline.check("DOCX", f"paragraph or table {position + 1} of {len(items)}")
         blocks += [Paragraph(note) for note in reader.take_notes(document)]  # after the block citing them
         if isinstance(item, DocxTable):
             rows = _table_rows(item, reader)
-            if header_raw is None and not any(isinstance(b, Heading) and b.level > 0 for b in blocks):
+            if header_raw is None and not headed:
                 candidate = _header_fields(rows)
                 if candidate is not None:
                     header_raw = candidate
@@ -71,6 +76,7 @@ def parse_docx(data: bytes) -> ParsedDocument:
             blocks.append(Heading(0, text))
         elif heading:
             blocks.append(Heading(int(heading.group(1)), text))
+            headed = headed or int(heading.group(1)) > 0
         elif _LIST_STYLE.match(style):
             number = number + 1 if "Number" in style else 0
             _append_list_item(blocks, f"{number}. {text}" if number else f"- {text}")
@@ -151,6 +157,7 @@ class _Reader:
         self.cache: dict[tuple[str | None, WD_STYLE_TYPE], CharacterStyle | None] = {}
         self.notes = {kind: _notes_part(document, kind) for kind in _NOTE_KINDS}
         self.labels: dict[tuple[str, str], str] = {}  # (kind, id) -> the mark shown, numbered as cited
+        self.counts = dict.fromkeys(_NOTE_KINDS, 0)
         self.cited: list[tuple[str, list[Any]]] = []  # notes cited since the last take_notes()
 
     def _get(self, style_id: str | None, kind: WD_STYLE_TYPE) -> CharacterStyle | None:
@@ -173,7 +180,8 @@ class _Reader:
         """The mark for a note reference, as Word numbers them (footnotes 1, 2, …; endnotes i, ii, …)."""
         key = (kind, note_id)
         if key not in self.labels:
-            count = sum(1 for k, _ in self.labels if k == kind) + 1
+            self.counts[kind] += 1
+            count = self.counts[kind]
             self.labels[key] = f"[{count if kind == 'footnote' else _roman(count)}]"
             paragraphs = self.notes[kind].get(note_id)
             if paragraphs:
@@ -183,11 +191,14 @@ class _Reader:
     def take_notes(self, document: DocxDocument) -> list[str]:
         """The text of each note cited since the last call, after its mark: kept with the citing section."""
         taken: list[str] = []
-        while self.cited:
-            label, paragraphs = self.cited.pop(0)
+        position = 0
+        while position < len(self.cited):  # a note citing another note appends to the list being read
+            label, paragraphs = self.cited[position]
+            position += 1
             text = " ".join(" ".join(_paragraph_text(DocxParagraph(p, document), self) for p in paragraphs).split())
             if text:
                 taken.append(f"{label} {text}")
+        self.cited.clear()
         return taken
 
 
@@ -252,9 +263,9 @@ def _shaded(element: object) -> bool:
     return fill is not None and fill.upper() not in ("AUTO", "FFFFFF")
 
 
-def _hidden_run(run: Run, paragraph: DocxParagraph, reader: _Reader, on_dark: bool) -> str | None:
+def _hidden_run(run: Run, paragraph_style: CharacterStyle | None, reader: _Reader, on_dark: bool) -> str | None:
     """Why Word would not show a reader this run's text (on a white page), or None."""
-    fonts = [run.font, *(s.font for s in (reader.of_run(run), reader.of_paragraph(paragraph)) if s is not None)]
+    fonts = [run.font, *(s.font for s in (reader.of_run(run), paragraph_style) if s is not None)]
     if any(font.hidden for font in fonts) or run._r.find(f"{qn('w:rPr')}/{qn('w:specVanish')}") is not None:
         return "hidden run"
     color = next((f.color.rgb for f in fonts if f.color is not None and f.color.type is not None), None)
@@ -273,9 +284,11 @@ def _paragraph_text(paragraph: DocxParagraph, reader: _Reader, on_dark: bool = F
     reason = None
     properties = paragraph._p.pPr
     on_dark = on_dark or (properties is not None and _shaded(properties))
+    # Once per paragraph: finding a paragraph's missing properties scans all its children, every run's.
+    style = reader.of_paragraph(paragraph)
     for element in _children(paragraph._p, "w:r"):  # inserted, in a content control, a link or a field too
         run = Run(element, paragraph)
-        why = _hidden_run(run, paragraph, reader, on_dark)
+        why = _hidden_run(run, style, reader, on_dark)
         if why != reason and hidden:
             parts.append(f" {mark_hidden(reason or '', ''.join(hidden))} ")
             hidden = []

@@ -63,6 +63,7 @@ def parse_html(data: bytes) -> ParsedDocument:
     blocks: list[Block] = []
     if body is not None:
         _mark_hidden_elements(body, _stylesheet_hidden(tree))
+        _separate_blocks(body)
         main = body.css_first(_MAIN)
         if main is not None:
             title = body.css_first("h1")  # themes often put the page's h1 above the main column
@@ -70,6 +71,19 @@ def parse_html(data: bytes) -> ParsedDocument:
                 _visit(title, blocks, main_found=True)
         _walk(main or body, blocks, main_found=main is not None)
     return ParsedDocument(header=header, blocks=blocks, source_format="html")
+
+
+_SEPARATED = ", ".join(sorted((_BLOCK_TAGS - {"table"}) | {"tr", "td", "th", "dt", "dd"}))
+
+
+def _separate_blocks(body: LexborNode) -> None:
+    """A line break after each <br> and a space after each block element: an element's text is read with
+    no separator (so '<b>un</b>believable' stays one word), and '<td><p>a</p><p>b</p></td>' or 'line<br>next'
+    would otherwise run two words together."""
+    for node in body.css("br"):
+        node.insert_after("\n")
+    for node in body.css(_SEPARATED):
+        node.insert_after(" ")
 
 
 def _is_chrome(node: LexborNode, main_found: bool) -> bool:
@@ -146,6 +160,27 @@ def _visit(child: LexborNode, blocks: list[Block], main_found: bool) -> None:
 
 def _node_text(node: LexborNode) -> str:
     return (node.text_content or "") if node.is_text_node else (node.text(deep=True, separator="") or "")
+
+
+def _cell_text(cell: LexborNode) -> str:
+    """A cell's text; a table nested in it is read row by row ('a | b; c | d'), not run together."""
+    if cell.css_first("table") is None:
+        return _inline(cell)
+    parts = []
+    for child in cell.iter(include_text=True):
+        if child.tag == "table":
+            nested = _table(child)
+            parts.append("; ".join(" | ".join(row) for row in nested.rows) if nested else "")
+        else:
+            parts.append(_node_text(child))
+    return normalise_space(re.sub(r"\s+", " ", " ".join(parts)))
+
+
+def _closest_table(node: LexborNode) -> int | None:
+    parent = node.parent
+    while parent is not None and parent.tag != "table":
+        parent = parent.parent
+    return parent.mem_id if parent is not None else None
 
 
 def _inside(node: LexborNode, ancestor: LexborNode) -> bool:
@@ -257,7 +292,9 @@ def _definition_list(node: LexborNode) -> str:
 def _table(node: LexborNode) -> Table | None:
     rows = []
     for row in node.css("tr"):
-        cells = tuple(_inline(cell) for cell in row.iter(include_text=False) if cell.tag in ("th", "td"))
+        if _closest_table(row) != node.mem_id:
+            continue  # a row of a table nested in a cell: its text is already in that cell
+        cells = tuple(_cell_text(cell) for cell in row.iter(include_text=False) if cell.tag in ("th", "td"))
         if any(cells):
             rows.append(cells)
     return Table(tuple(rows)) if rows else None

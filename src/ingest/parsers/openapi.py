@@ -19,7 +19,7 @@ import yaml
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Unit
 from ingest.header import build_header
 from ingest.parsers.markdown import markdown_blocks
-from ingest.parsers.text import decode_text, json_object, load_yaml
+from ingest.parsers.text import decode_text, load_json, load_yaml
 
 METHODS = ("get", "put", "post", "patch", "delete", "head", "options", "trace")
 MAX_DEPTH = 4
@@ -29,7 +29,7 @@ MAX_EXAMPLE_CHARS = 600
 def parse_openapi(data: bytes, *, is_json: bool) -> ParsedDocument:
     text = decode_text(data)
     try:
-        spec = json.loads(text, object_pairs_hook=json_object) if is_json else load_yaml(text)
+        spec = load_json(text) if is_json else load_yaml(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         kind = "JSON" if is_json else "YAML"
         raise ParseError(f"not valid {kind}: {str(exc).splitlines()[0]}") from None

@@ -1,23 +1,33 @@
 """PDF (pymupdf): text lines with their fonts, tables from `find_tables()`, headings from the fonts.
 
-- Headings are lines set bold in a font larger than the body text; their levels follow the sizes.
-- Tables are read cell by cell (`get_text` clipped to each cell), because `Table.extract()` can drop
-  the spaces between words; a table continued on the next page under a repeated header is joined.
-- The header block is the `Document control` line and the `Label: value` lines after it.
-- Lines repeated at the top or bottom of most pages (running headers, page numbers) are dropped.
+- Headings are lines set bold in a font larger than the body text (tables' text counted in the body);
+  their levels follow the sizes; a heading set on two lines is one.
+- Tables are found only on pages whose rules cross like a table's, and read from the page's words, each
+  in the cell holding its centre, because `Table.extract()` can drop the spaces between words; a table
+  continued on the next page under a repeated header is joined.
+- A page set in two columns is read down each column in turn.
+- The header block is the `Document control` line and the `Label: value` lines after it, or a ruled
+  two-column table of labels and values before the first numbered heading.
+- Lines at the top or bottom of most pages that repeat verbatim, or with only the page number changing,
+  are running headers and footers, and are dropped.
+- A cut-off file is refused, and a parse-time budget is checked page by page.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pymupdf
 
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
 from ingest.header import FIELDS, build_header, field_key
 from ingest.hidden import mark_hidden
+from ingest.parsers.budget import Deadline
 
 _TEXT_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_LIGATURES & ~pymupdf.TEXT_PRESERVE_IMAGES
 _BULLET = re.compile(r"^([•▪◦‣∙·●\-–]|\d+[.)])\s+")
@@ -36,6 +46,8 @@ class _Line:
     size: float
     bold: bool
     mono: bool
+    right: float = 0.0
+    order: tuple[int, int, int, float] = (0, 0, 0, 0.0)  # (page, band, column, top): the reading order
 
 
 @dataclass
@@ -43,9 +55,10 @@ class _TableAt:
     page: int
     top: float
     rows: list[tuple[str, ...]]
+    order: tuple[int, int, int, float] = (0, 0, 0, 0.0)
 
 
-def parse_pdf(data: bytes) -> ParsedDocument:
+def parse_pdf(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
     if not data:
         raise ParseError("the file is empty")
     try:
@@ -64,7 +77,7 @@ def parse_pdf(data: bytes) -> ParsedDocument:
                 "the PDF is damaged: it is cut short (it does not end with %%EOF and had to be repaired to "
                 "open), so only part of it could be read: download or export it again"
             )
-        lines, tables, in_tables = _read(document)
+        lines, tables, in_tables = _read(document, deadline or Deadline(float("inf")))
         repaired = document.is_repaired
     if not lines and not tables and repaired:
         raise ParseError(
@@ -80,12 +93,13 @@ def parse_pdf(data: bytes) -> ParsedDocument:
     return ParsedDocument(header=header, blocks=_blocks(lines, tables, body), source_format="pdf")
 
 
-def _read(document: pymupdf.Document) -> tuple[list[_Line], list[_TableAt], Counter[float]]:
+def _read(document: pymupdf.Document, deadline: Deadline) -> tuple[list[_Line], list[_TableAt], Counter[float]]:
     """The lines outside tables, the tables, and how many characters of each font size the tables hold."""
     lines: list[_Line] = []
     tables: list[_TableAt] = []
     in_tables: Counter[float] = Counter()
     for number in range(document.page_count):
+        deadline.check("PDF", f"page {number + 1} of {document.page_count}")
         page = document[number]
         try:
             # Line-based detection finds ruled tables; pymupdf's layout model (the default) finds the same
@@ -96,10 +110,12 @@ def _read(document: pymupdf.Document) -> tuple[list[_Line], list[_TableAt], Coun
             found = []
         boxes = [pymupdf.Rect(t.bbox) for t in found]
         words = page.get_text("words") if found else []
-        for table in found:
+        page_lines: list[_Line] = []
+        page_tables: list[tuple[_TableAt, pymupdf.Rect]] = []
+        for table, box in zip(found, boxes, strict=True):
             rows = _table_rows(table, words)
             if rows:
-                tables.append(_TableAt(number, table.bbox[1], rows))
+                page_tables.append((_TableAt(number, box.y0, rows), box))
         for block in page.get_text("dict", flags=_TEXT_FLAGS)["blocks"]:
             for line in block.get("lines", []):
                 box = pymupdf.Rect(line["bbox"])
@@ -115,9 +131,64 @@ def _read(document: pymupdf.Document) -> tuple[list[_Line], list[_TableAt], Coun
                 size = max(s["size"] for s in spans)
                 bold = all(s["flags"] & pymupdf.TEXT_FONT_BOLD or "Bold" in s["font"] for s in spans)
                 mono = all(s["flags"] & pymupdf.TEXT_FONT_MONOSPACED or "Courier" in s["font"] for s in spans)
-                lines.append(_Line(number, box.y0, box.y1, box.x0, text, round(size, 1), bold, mono))
-    lines.sort(key=lambda ln: (ln.page, round(ln.top, 1)))
+                page_lines.append(_Line(number, box.y0, box.y1, box.x0, text, round(size, 1), bold, mono, box.x1))
+        key = _reading_key(page_lines)
+        for ln in page_lines:
+            ln.order = (number, *key(ln.left, ln.right, ln.top))
+        for table_at, box in page_tables:
+            table_at.order = (number, *key(box.x0, box.x1, box.y0))
+            tables.append(table_at)
+        lines += page_lines
+    lines.sort(key=lambda ln: ln.order)
     return lines, tables, in_tables
+
+
+def _reading_key(lines: list[_Line]) -> Callable[[float, float, float], tuple[int, int, float]]:
+    """Where a thing at (left, right, top) comes in the page's reading order: (band, column, top). On a page
+    set in two columns, lines and tables crossing the gutter (a title, a wide table) start a band, and each
+    band is read down its left column, then down its right one; sorting by height alone interleaved the
+    two columns line by line. Other pages are read top to bottom."""
+    gutter = _gutter(lines)
+    if gutter is None:
+        return lambda left, right, top: (0, 0, round(top, 1))
+    spanning = sorted(ln.top for ln in lines if ln.left < gutter < ln.right)
+
+    def key(left: float, right: float, top: float) -> tuple[int, int, float]:
+        band = bisect.bisect_right(spanning, top + 0.01)
+        return band, 0 if left < gutter else 1, round(top, 1)
+
+    return key
+
+
+def _gutter(lines: list[_Line]) -> float | None:
+    """The x of the gap between two columns of text, or None. A gap is an x in the middle third of the text
+    that few lines cross, with five or more lines on each side, where the left side's lines beside the
+    right side's mostly run up to it (as a column's lines do; short terms with their definitions to the
+    right do not)."""
+    if len(lines) < 10:
+        return None
+    lefts = sorted(ln.left for ln in lines)
+    rights = sorted(ln.right for ln in lines)
+    start, width = lefts[0], rights[-1] - lefts[0]
+    best: tuple[int, float] | None = None
+    for step in range(34, 67, 2):
+        x = start + width * step / 100
+        left_of = bisect.bisect_right(rights, x)
+        right_of = len(lefts) - bisect.bisect_left(lefts, x)
+        crossing = len(lines) - left_of - right_of
+        if left_of >= 5 and right_of >= 5 and crossing <= len(lines) / 10 and (best is None or crossing < best[0]):
+            best = (crossing, x)
+    if best is None:
+        return None
+    gutter = best[1]
+    beside = [ln for ln in lines if ln.left >= gutter]
+    high, low = min(ln.top for ln in beside), max(ln.bottom for ln in beside)
+    column = [ln for ln in lines if ln.right <= gutter and high <= ln.top <= low]  # beside the right side
+    if not column:
+        return None
+    reach = gutter - min(ln.left for ln in column)
+    full = sum(1 for ln in column if gutter - ln.right < reach * 0.25)
+    return gutter if full >= len(column) / 2 else None
 
 
 def _may_hold_table(drawings: list[dict]) -> bool:
@@ -203,20 +274,48 @@ def _table_rows(table: object, words: list[tuple]) -> list[tuple[str, ...]]:
         names = tuple(" ".join((name or "").split()) for name in header.names)
         if sum(1 for name in names if name) >= 2:  # one filled cell: a heading or caption above the table
             rows.append(names)
-    grid = [[pymupdf.Rect(cell) if cell else None for cell in row.cells] for row in table.rows]  # type: ignore[attr-defined]
+    grid = [list(row.cells) for row in table.rows]  # type: ignore[attr-defined]
     texts: list[list[list[str]]] = [[[] for _ in row] for row in grid]
+    find = _cell_finder(grid)
     for x0, y0, x1, y1, word, *_ in words:  # in reading order
-        centre = pymupdf.Point((x0 + x1) / 2, (y0 + y1) / 2)
-        for r, row in enumerate(grid):
-            column = next((c for c, cell in enumerate(row) if cell is not None and centre in cell), None)
-            if column is not None:
-                texts[r][column].append(word)
-                break
+        found = find((x0 + x1) / 2, (y0 + y1) / 2)
+        if found is not None:
+            texts[found[0]][found[1]].append(word)
     for row_texts in texts:
         cells = tuple(" ".join(words_in_cell) for words_in_cell in row_texts)
         if any(cells):
             rows.append(cells)
     return rows
+
+
+def _cell_finder(grid: list[list[Any]]) -> Callable[[float, float], tuple[int, int] | None]:
+    """(row, column) of the cell holding a point, found by bisection on the rows' tops and the cells' left
+    edges: testing every cell of a 60 x 40 grid for each word of its page took 10+ s. Rows are tried from the
+    one starting just above the point upward, while a row above still reaches down to it (a cell merged
+    down several rows)."""
+    bands = []  # (top, bottom, row, [(left, right, top, bottom, column)] by left edge)
+    for r, row in enumerate(grid):
+        cells = sorted((c[0], c[2], c[1], c[3], i) for i, c in enumerate(row) if c is not None)
+        if cells:
+            bands.append((min(c[2] for c in cells), max(c[3] for c in cells), r, cells))
+    bands.sort(key=lambda band: band[0])
+    tops = [band[0] for band in bands]
+    reach: list[float] = []  # the lowest bottom of any row from the first to this one
+    for band in bands:
+        reach.append(max(reach[-1], band[1]) if reach else band[1])
+    lefts = [[cell[0] for cell in band[3]] for band in bands]
+
+    def find(x: float, y: float) -> tuple[int, int] | None:
+        at = bisect.bisect_right(tops, y) - 1
+        while at >= 0 and reach[at] >= y:
+            cells = bands[at][3]
+            i = bisect.bisect_right(lefts[at], x) - 1
+            if i >= 0 and cells[i][1] >= x and cells[i][2] <= y <= cells[i][3]:
+                return bands[at][2], cells[i][4]
+            at -= 1
+        return None
+
+    return find
 
 
 def _drop_running_lines(lines: list[_Line], body: float) -> list[_Line]:
@@ -311,9 +410,9 @@ def _body_size(lines: list[_Line], in_tables: Counter[float]) -> float:
 def _blocks(lines: list[_Line], tables: list[_TableAt], body: float) -> list[Block]:
     heading_sizes = sorted({ln.size for ln in lines if ln.bold and ln.size > body + 0.5}, reverse=True)
     level_of = {size: i + 1 for i, size in enumerate(heading_sizes)}
-    items: list[tuple[int, float, object]] = [(ln.page, ln.top, ln) for ln in lines]
-    items += [(t.page, t.top, t) for t in tables]
-    items.sort(key=lambda item: (item[0], item[1]))
+    items: list[tuple[tuple[int, int, int, float], object]] = [(ln.order, ln) for ln in lines]
+    items += [(t.order, t) for t in tables]
+    items.sort(key=lambda item: item[0])
 
     blocks: list[Block] = []
     paragraph: list[_Line] = []
@@ -324,7 +423,7 @@ def _blocks(lines: list[_Line], tables: list[_TableAt], body: float) -> list[Blo
             paragraph.clear()
 
     last: _Line | None = None  # the heading line just read
-    for _, _, item in items:
+    for _, item in items:
         if isinstance(item, _TableAt):
             last = None
             flush()
@@ -372,7 +471,7 @@ def _starts_new_paragraph(paragraph: list[_Line], line: _Line) -> bool:
         return True
     if _BULLET.match(line.text) and not line.mono:
         return True
-    if line.page != previous.page:
+    if line.page != previous.page or line.top < previous.top - line.size:  # the next page, or the next column
         return previous.text.rstrip().endswith((".", ":", "!", "?"))
     if _BULLET.match(paragraph[0].text) and line.left < paragraph[0].left - 1:
         return True  # text back at the margin after a list item's hanging indent

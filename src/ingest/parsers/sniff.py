@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from ingest.document import ParseError
+from ingest.parsers.text import encoding_of
 
 # kind -> how a person names it, and the extension it should have
 _NAMES = {
@@ -59,8 +60,6 @@ def real_kind(data: bytes) -> tuple[str, str | None, str]:
 
 
 def _text_head(head: bytes) -> str | None:
-    from ingest.parsers.text import encoding_of
-
     encoding = encoding_of(head)
     if encoding is None:
         return None

@@ -48,6 +48,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             make_embedder(settings.embedding),
             max_bytes=settings.aws.max_file_bytes,
             max_decompressed_bytes=settings.aws.max_decompressed_bytes,
+            max_parse_seconds=settings.aws.max_parse_seconds,
             withdrawn_retention_days=settings.aws.withdrawn_retention_days,
         )
         processor = RecordProcessor(ingestor, client("s3", settings.aws), max_bytes=settings.aws.max_file_bytes)
