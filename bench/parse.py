@@ -29,6 +29,14 @@ FIELDS = {
 SENTENCE = "the reconciliation break is escalated to the Treasury Operations Lead within two business hours"
 
 
+def _title_and_header_block(page: Any, y: float) -> float:
+    """Page 1's title and header block at `y`; returns where the body starts."""
+    page.insert_text((72, y), FIELDS["Title"], fontsize=20, fontname="hebo")
+    block = "\n".join(["Document control", *(f"{k}: {v}" for k, v in FIELDS.items())])
+    page.insert_text((72, y + 30), block, fontsize=10, fontname="helv", lineheight=1.5)
+    return y + 30 + 15 * 11
+
+
 def text_pdf(pages: int) -> bytes:
     """A ledger-like text PDF: the header block on page 1, a bold numbered heading every 10 pages, a running
     header with the page number, and 44 lines of body text a page."""
@@ -40,10 +48,7 @@ def text_pdf(pages: int) -> bytes:
         page.insert_text((72, 36), f"Settlement Ledger - Page {number + 1}", fontsize=8, fontname="helv")
         y = 72.0
         if number == 0:
-            page.insert_text((72, y), FIELDS["Title"], fontsize=20, fontname="hebo")
-            block = "\n".join(["Document control", *(f"{k}: {v}" for k, v in FIELDS.items())])
-            page.insert_text((72, y + 30), block, fontsize=10, fontname="helv", lineheight=1.5)
-            y += 30 + 15 * 11
+            y = _title_and_header_block(page, y)
         if number % 10 == 0:
             page.insert_text((72, y), f"{number // 10 + 1}. Month {number // 10 + 1}", fontsize=14, fontname="hebo")
             y += 24
@@ -63,10 +68,7 @@ def ruled_pdf(pages: int) -> bytes:
         page = document.new_page()
         y = 72.0
         if number == 0:
-            page.insert_text((72, y), FIELDS["Title"], fontsize=20, fontname="hebo")
-            block = "\n".join(["Document control", *(f"{k}: {v}" for k, v in FIELDS.items())])
-            page.insert_text((72, y + 30), block, fontsize=10, fontname="helv", lineheight=1.5)
-            y += 30 + 15 * 11
+            y = _title_and_header_block(page, y)
         page.insert_text((72, y), f"{number + 1}. Limits table {number + 1}", fontsize=14, fontname="hebo")
         body = "\n".join(f"Note {k}: {SENTENCE}." for k in range(3))
         page.insert_text((72, y + 20), body, fontsize=10, fontname="helv", lineheight=1.5)
