@@ -63,17 +63,18 @@ def check_audit_target(settings: Settings, targets: DatabaseTargets) -> None:
 
     with psycopg.connect(targets.server, autocommit=True, connect_timeout=CHECK_TIMEOUT_S) as conn:
         replica = (conn.execute("SELECT pg_is_in_recovery()").fetchone() or (False,))[0]
-    if replica and settings.database.audit_write_url is None:
+    if not replica:
+        return
+    if settings.database.audit_write_url is None:
         raise NotReady(REPLICA_WITHOUT_PRIMARY)
-    if replica and settings.database.audit_write_url is not None:
-        primary = settings.database.audit_write_url.get_secret_value()
-        try:
-            psycopg.connect(primary, autocommit=True, connect_timeout=CHECK_TIMEOUT_S).close()
-        except psycopg.OperationalError as exc:
-            raise NotReady(
-                f"cannot reach the primary for audit records ({redact(primary)}): {_first_line(exc)}; "
-                "check KB_AUDIT_WRITE_DATABASE_URL"
-            ) from None
+    primary = settings.database.audit_write_url.get_secret_value()
+    try:
+        psycopg.connect(primary, autocommit=True, connect_timeout=CHECK_TIMEOUT_S).close()
+    except psycopg.OperationalError as exc:
+        raise NotReady(
+            f"cannot reach the primary for audit records ({redact(primary)}): {_first_line(exc)}; "
+            "check KB_AUDIT_WRITE_DATABASE_URL"
+        ) from None
 
 
 def _check_reader_logins(targets: DatabaseTargets) -> None:

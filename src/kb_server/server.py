@@ -115,13 +115,15 @@ def build_server(
             async with first.connection() as conn:
                 replica = (await (await conn.execute("SELECT pg_is_in_recovery()")).fetchone() or (False,))[0]
             await anyio.to_thread.run_sync(_check_space, server_conninfo, query_embedder)
-            writer = audit
-            if writer is None and replica:
+            writer: AuditWriter
+            if audit is not None:
+                writer = audit
+            elif replica:  # a replica takes no writes: the records go to the primary
                 primary = ReaderPools(audit_target(settings), settings.database)
                 writer = DatabaseAuditWriter(primary, on_request_connection=False)
-            yield KnowledgeBase(
-                settings, pools, query_embedder, role or settings.server.role, writer or DatabaseAuditWriter(pools)
-            )
+            else:
+                writer = DatabaseAuditWriter(pools)
+            yield KnowledgeBase(settings, pools, query_embedder, role or settings.server.role, writer)
         finally:
             await pools.close()
             if primary is not None:

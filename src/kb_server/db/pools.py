@@ -12,8 +12,6 @@ stdio server holds connections for one role only.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import anyio
 from pgvector.psycopg import register_vector_async
 from psycopg import AsyncConnection
@@ -25,20 +23,13 @@ from kb_core.settings import DatabaseSettings
 
 
 class ReaderPools:
-    def __init__(
-        self,
-        server_conninfo: str,
-        settings: DatabaseSettings,
-        *,
-        make_pool: Callable[[str, Role], AsyncConnectionPool] | None = None,
-    ) -> None:
+    def __init__(self, server_conninfo: str, settings: DatabaseSettings) -> None:
         self.server_conninfo = server_conninfo
         self.settings = settings
-        self._make_pool = make_pool or self._default_pool
         self._pools: dict[Role, AsyncConnectionPool] = {}
         self._lock = anyio.Lock()
 
-    def _default_pool(self, conninfo: str, role: Role) -> AsyncConnectionPool:
+    def _new_pool(self, conninfo: str, role: Role) -> AsyncConnectionPool:
         settings = self.settings
         return AsyncConnectionPool(
             conninfo,
@@ -64,7 +55,7 @@ class ReaderPools:
         async with self._lock:
             pool = self._pools.get(role)
             if pool is None:
-                pool = self._make_pool(reader_conninfo(self.server_conninfo, role), role)
+                pool = self._new_pool(reader_conninfo(self.server_conninfo, role), role)
                 try:
                     await pool.open(wait=True, timeout=self.settings.connect_timeout_s * 3)
                 except BaseException:
