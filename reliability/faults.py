@@ -36,7 +36,7 @@ import numpy as np
 import psycopg
 
 from kb_core.roles import Role
-from kb_server.server import UNAVAILABLE
+from kb_server.audit import UNAVAILABLE
 from reliability.harness import (
     MANIFEST,
     OPENAI_SPACE,

@@ -23,13 +23,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import psycopg
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import CallToolResult
 from psycopg import AsyncConnection
 from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from kb_core.roles import Role
 from kb_server.citations import CitationError, parse_citation
@@ -37,6 +38,7 @@ from kb_server.db.pools import ReaderPools
 
 logger = logging.getLogger(__name__)
 
+UNAVAILABLE = "the knowledge base is temporarily unavailable (database unreachable); try again shortly"
 AUDIT_FAILED = (
     "the answer was withheld because its audit record could not be written; "
     "try again shortly, and tell the operator if it persists"
@@ -362,6 +364,11 @@ class AuditedMCPServer(MCPServer):
         try:
             writer = _writer_of(context)
             await writer.write(record)
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            # The database went away between the read and its record: an outage, which callers are told
+            # about in the same words whichever of the two statements it hit.
+            logger.error("audit record not written for %s %r: %r", record.kind, record.operation, exc)
+            raise failure(UNAVAILABLE) from exc
         except Exception as exc:
             logger.error("audit record not written for %s %r: %r", record.kind, record.operation, exc)
             raise failure(AUDIT_FAILED) from exc

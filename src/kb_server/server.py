@@ -35,7 +35,14 @@ from kb_core.roles import Role
 from kb_core.settings import Settings
 from kb_core.version import package_version
 from kb_server.argument_errors import PlainArgumentErrors
-from kb_server.audit import AuditedMCPServer, AuditWriter, Caller, DatabaseAuditWriter, request_connection
+from kb_server.audit import (
+    UNAVAILABLE,
+    AuditedMCPServer,
+    AuditWriter,
+    Caller,
+    DatabaseAuditWriter,
+    request_connection,
+)
 from kb_server.citations import CitationError, parse_citation
 from kb_server.db.pools import ReaderPools
 from kb_server.documents import (
@@ -70,7 +77,6 @@ DOC_CODE = re.compile(r"^[A-Z]{3}-[A-Z]{3}-[0-9]{3,6}$")
 VERSION = re.compile(r"^[0-9]+(\.[0-9]+){0,3}$")
 STATUSES = ("effective", "superseded", "draft", "withdrawn")
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-UNAVAILABLE = "the knowledge base is temporarily unavailable (database unreachable); try again shortly"
 
 
 class KnowledgeBaseServer(PlainArgumentErrors, AuditedMCPServer):

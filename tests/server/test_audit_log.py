@@ -24,7 +24,7 @@ from kb_core.db.targets import INGEST_LOGIN, SERVER_LOGIN, reader_login
 from kb_core.embedders.base import EmbeddingError
 from kb_core.roles import Role
 from kb_core.settings import AuditSettings, load_settings
-from kb_server.audit import AUDIT_FAILED
+from kb_server.audit import AUDIT_FAILED, UNAVAILABLE
 from kb_server.server import build_server
 
 pytestmark = pytest.mark.anyio
@@ -298,3 +298,28 @@ def test_only_the_compliance_role_and_the_owner_can_read_the_log(small_kb, role)
         else:
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute("SELECT count(*) FROM kb.audit_log")
+
+
+class _DatabaseGoneWriter:
+    """The database going away between a call's read and its record is a race the real outage test
+    (tests/reliability/test_database_restart.py) hits only now and then; this writer makes it certain."""
+
+    async def write(self, record: Any, *, wait_s: float | None = None) -> None:
+        raise psycopg.OperationalError("connection is lost")
+
+
+async def test_a_record_lost_to_a_database_outage_tells_the_caller_the_knowledge_base_is_unavailable(
+    corpus_database, local_embedder
+):
+    settings = load_settings()
+    server = build_server(
+        settings,
+        corpus_database.targets.server,
+        role=Role.ANALYST,
+        embedder=local_embedder,
+        audit=_DatabaseGoneWriter(),
+    )
+    async with Client(server) as client:
+        result = await client.call_tool("search_knowledge_base", {"query": "EDD trigger"})
+    assert result.is_error and result.structured_content is None
+    assert result.content[0].text == UNAVAILABLE  # the words of any other outage, and still no answer
