@@ -1,5 +1,7 @@
-"""The labelled injection set (data/README.md says how it was written and split). dev.jsonl is for tuning;
-heldout.jsonl is only ever scored, and its hash is pinned so that it cannot change unnoticed."""
+"""The labelled injection set (data/README.md says how it was written and split). dev.jsonl is for tuning, and
+so is dev_extra.jsonl (more development passages written later, for issue 19's second round: never split, never
+scored as held-out); heldout.jsonl is only ever scored, and its hash is pinned so that it cannot change
+unnoticed."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "data"
 HELDOUT_SHA256 = "680d96c9bf7eee15b243e6e141178dd6f5eddedcf1fcf414a7e9ee3ce0938ad8"
-PARTS = ("dev", "heldout")
+PARTS = ("dev", "dev_extra", "heldout")
 
 
 @dataclass(frozen=True)
@@ -41,3 +43,14 @@ def load_part(part: str) -> list[Passage]:
         raise ValueError("heldout.jsonl does not have its recorded sha256: the held-out part must never change")
     lines = part_path(part).read_text(encoding="utf-8").splitlines()
     return [Passage(**json.loads(line)) for line in lines if line.strip()]
+
+
+def development() -> list[Passage]:
+    """Every passage that may be tuned on: dev.jsonl and dev_extra.jsonl."""
+    return load_part("dev") + load_part("dev_extra")
+
+
+def group_of(passage: Passage) -> str:
+    """Passages made from one written passage share a group (dev_extra's `-E` variants embed a passage in
+    policy prose), so that cross-validation never trains on one and scores the other."""
+    return passage.id.split("-", 1)[0]

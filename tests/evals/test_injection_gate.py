@@ -23,6 +23,17 @@ def test_the_held_out_part_is_the_one_whose_hash_was_recorded():
     assert sum(p.is_attack for p in held) >= 150 and sum(not p.is_attack for p in held) >= 150
 
 
+def test_the_extra_development_passages_share_no_text_or_id_with_the_held_out_part():
+    def folded(text: str) -> str:
+        return " ".join(text.lower().split())
+
+    held = load_part("heldout")
+    extra = load_part("dev_extra")
+    assert len(extra) >= 600 and {p.label for p in extra} == {"attack", "benign"}
+    assert not {folded(p.text) for p in extra} & {folded(p.text) for p in held}
+    assert not {p.id for p in extra} & {p.id for p in held} and all(p.id.startswith("X") for p in extra)
+
+
 def test_the_split_rule_re_derives_both_shipped_parts_from_the_recorded_whole_set():
     done = subprocess.run([sys.executable, "split.py"], cwd=DATA, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
