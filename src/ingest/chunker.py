@@ -18,11 +18,12 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
 from ingest.document import Block, Heading, Paragraph, ParsedDocument, Table, Unit
-from kb_core.token_count import EMBEDDING_INPUT_LIMIT, count_tokens, decode, encode, starts_word
+from kb_core.token_count import EMBEDDING_INPUT_LIMIT, count_tokens, decode, encode, seam_tokens, starts_word
 
 TARGET_TOKENS = 600
 OVERLAP_TOKENS = 80
@@ -127,9 +128,10 @@ def chunk_document(
         limit = min(table_limit, room)
         pieces = [p for block in section.blocks for p in _pieces(block, min(target, limit), limit)]
         for packed in _pack(pieces, min(target, limit), overlap):
-            for content in _within(_join(packed), room):
-                # One piece as it is: its count is already known.
-                tokens = packed[0].tokens if len(packed) == 1 and content == packed[0].text else count_tokens(content)
+            joined = _join(packed)
+            known = _joined_tokens(packed)  # the pieces are counted already: most chunks need no second count
+            for content in [joined] if known is not None and known <= room else _within(joined, room):
+                tokens = known if known is not None and content is joined else count_tokens(content)
                 whole = Chunk(len(chunks), section_path, anchor, content, tokens)
                 chunks.append(whole)
             for group in (g for piece in packed for g in piece.row_groups):
@@ -383,6 +385,18 @@ def _overlap(previous: list[_Piece], overlap: int) -> list[_Piece]:
 
 def _join(pieces: list[_Piece]) -> str:
     return "\n\n".join(p.text for p in pieces)
+
+
+def _joined_tokens(pieces: list[_Piece]) -> int | None:
+    """The exact token count of _join(pieces) from the pieces' own counts, or None where a seam between two
+    pieces is not known without counting the whole."""
+    total = pieces[0].tokens
+    for before, after in itertools.pairwise(pieces):
+        seam = seam_tokens(before.text, after.text)
+        if seam is None:
+            return None
+        total += seam + after.tokens
+    return total
 
 
 class _Anchors:

