@@ -1,21 +1,28 @@
 """Everything the worker does to one file, callable directly: hash, skip if unchanged, parse, chunk,
 scan, embed, store. Each file succeeds or fails alone; a failure leaves the database as it was.
+
+`ingest_files` runs the same stages overlapped (the next file parses while this one embeds and the one
+before is stored), with the same outcomes, reasons and log entries, in file order.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
 
 from ingest.chunker import chunk_document
-from ingest.document import ParseError
+from ingest.document import Header, ParseError
 from ingest.injection import scan_chunk
 from ingest.parsers import FORMATS, parse_document
 from ingest.upsert import (
@@ -30,7 +37,7 @@ from ingest.upsert import (
     withdraw,
 )
 from kb_core.db.embedding_space import check_embedding_space
-from kb_core.embedders.base import Embedder, EmbeddingError
+from kb_core.embedders.base import Embedder, EmbeddingError, Embeddings
 from kb_core.settings import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_PARSE_SECONDS
 from kb_core.token_count import EMBEDDING_INPUT_LIMIT
 
@@ -54,6 +61,58 @@ class IngestResult:
     seconds: float = 0.0
     reason: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
+
+
+class _Failed(Exception):
+    """A stage's failure, carried to the store stage, which logs it in file order."""
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    """A file after hashing and parsing: its chunks, or already an outcome (known bytes, or a failure)."""
+
+    source_uri: str
+    sha256: str
+    started: float
+    header: Header | None = None
+    source_format: str = ""
+    prepared: list[PreparedChunk] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    known: tuple[str, str, str] | None = None  # (source_uri, doc_code, version) stored from these bytes
+    failure: str | None = None
+
+
+@dataclass(frozen=True)
+class _Borrowed:
+    """A vector another file of this run is embedding: its embedding call and the row in it."""
+
+    embedding: Future[Embeddings]
+    row: int
+
+
+@dataclass
+class _Job:
+    """A parsed file waiting for its vectors and its store."""
+
+    parsed: _Parsed
+    stored: dict[str, np.ndarray] = field(default_factory=dict)  # vectors reused from the database
+    borrowed: dict[str, _Borrowed] = field(default_factory=dict)
+    missing: list[PreparedChunk] = field(default_factory=list)  # what this file sends to the embedder
+    embedding: Future[Embeddings] | None = None
+    claim_s: float = 0.0
+
+
+Submit = Callable[..., Future]
+
+
+def _run_now(function: Callable[..., Any], *args: Any) -> Future:
+    """Run now, in this thread, with the answer (or the exception) in a future."""
+    future: Future = Future()
+    try:
+        future.set_result(function(*args))
+    except Exception as exc:
+        future.set_exception(exc)
+    return future
 
 
 class Ingestor:
@@ -102,26 +161,33 @@ class Ingestor:
         self.close()
 
     def ingest(self, data: bytes, *, name: str, source_uri: str) -> IngestResult:
+        """One file, start to end, in this thread."""
+        admitted = self._admit(data, name=name, source_uri=source_uri)
+        parsed = admitted if isinstance(admitted, _Parsed) else admitted()
+        return self._store(self._claim(parsed, _run_now, {}), {})
+
+    # The stages. `ingest_files` runs them overlapped: while one file embeds, the next is parsed and the one
+    # before is stored. All database work stays on this thread's connection, in each file's own transactions;
+    # parsing and embedding run in other threads and touch no connection.
+
+    def _admit(self, data: bytes, *, name: str, source_uri: str) -> _Parsed | Callable[[], _Parsed]:
+        """Hash the bytes and look them up: a finished outcome, or the parse still to run (on any thread)."""
         started = time.perf_counter()
-        timings: dict[str, float] = {}
         sha256 = hashlib.sha256(data).hexdigest()
         try:
             self._ensure_connected()
             with self.conn.transaction():
                 known = find_by_source_hash(self.conn, sha256)
-            if known is not None:
-                uri, doc_code, version = known
-                with self.conn.transaction():
-                    log_event(self.conn, source_uri, "unchanged", sha256=sha256, doc_code=doc_code, version=version)
-                return IngestResult(
-                    source_uri,
-                    "unchanged",
-                    doc_code,
-                    version,
-                    seconds=time.perf_counter() - started,
-                    reason=None if uri == source_uri else f"identical to {uri}",
-                )
-            mark = time.perf_counter()
+        except psycopg.Error as exc:
+            return _Parsed(source_uri, sha256, started, failure=_reason(exc))
+        if known is not None:
+            return _Parsed(source_uri, sha256, started, known=known)
+        return functools.partial(self._parse, data, name, source_uri, sha256, started)
+
+    def _parse(self, data: bytes, name: str, source_uri: str, sha256: str, started: float) -> _Parsed:
+        """Parse, chunk and scan: CPU work alone, no database."""
+        mark = time.perf_counter()
+        try:
             document = parse_document(
                 data,
                 name,
@@ -129,68 +195,160 @@ class Ingestor:
                 max_decompressed_bytes=self.max_decompressed_bytes,
                 max_parse_seconds=self.max_parse_seconds,
             )
-            # The configured embedder's input limit; the local model windows any length, so the production one.
-            limit = getattr(self.embedder, "max_input_tokens", None) or EMBEDDING_INPUT_LIMIT
-            chunks = chunk_document(document, max_tokens=limit)
-            header = document.header
-            prepared = [
-                PreparedChunk(
-                    chunk,
-                    text := chunk.embedding_text(header.title) if self.contextual_prefix else chunk.content,
-                    embedding_sha256(self.embedder.space.model, text),
-                    tuple(scan_chunk(chunk.section_path, chunk.content)),
-                )
-                for chunk in chunks
-            ]
-            timings["parse"] = time.perf_counter() - mark
-
-            mark = time.perf_counter()
-            with self.conn.transaction():
-                check_version_claim(self.conn, header, source_uri=source_uri, source_sha256=sha256)
-                known_vectors = reusable_embeddings(self.conn, [p.embedding_sha256 for p in prepared])
-            missing = [p for p in prepared if p.embedding_sha256 not in known_vectors]
-            tokens = 0
-            if missing:
-                embeddings = self.embedder.embed([p.embedding_text for p in missing])
-                tokens = embeddings.tokens
-                known_vectors.update({p.embedding_sha256: v for p, v in zip(missing, embeddings.vectors, strict=True)})
-            vectors = np.vstack([known_vectors[p.embedding_sha256] for p in prepared])
-            timings["embed"] = time.perf_counter() - mark
-
-            mark = time.perf_counter()
-            with self.conn.transaction():
-                stored = store_document(
-                    self.conn,
-                    header,
-                    source_uri=source_uri,
-                    source_format=document.source_format,
-                    source_sha256=sha256,
-                    chunks=prepared,
-                    vectors=vectors,
-                    embedding_tokens=tokens,
-                )
-            timings["store"] = time.perf_counter() - mark
-        except FAILURES as exc:
-            reason = _reason(exc)
-            self._log_failure(source_uri, sha256, reason)
-            return IngestResult(source_uri, "failed", reason=reason, seconds=time.perf_counter() - started)
-        return IngestResult(
+        except ParseError as exc:
+            return _Parsed(source_uri, sha256, started, failure=_reason(exc))
+        # The configured embedder's input limit; the local model windows any length, so the production one.
+        limit = getattr(self.embedder, "max_input_tokens", None) or EMBEDDING_INPUT_LIMIT
+        header = document.header
+        prepared = [
+            PreparedChunk(
+                chunk,
+                text := chunk.embedding_text(header.title) if self.contextual_prefix else chunk.content,
+                embedding_sha256(self.embedder.space.model, text),
+                tuple(scan_chunk(chunk.section_path, chunk.content)),
+            )
+            for chunk in chunk_document(document, max_tokens=limit)
+        ]
+        return _Parsed(
             source_uri,
-            "ingested",
-            header.doc_code,
-            header.version,
-            stored.status,
-            header.department,
-            header.classification.value,
-            document.source_format,
-            len(prepared),
-            sum(1 for p in prepared if p.findings),
-            len(missing),
-            tokens,
-            time.perf_counter() - started,
-            f"superseded version {stored.superseded}" if stored.superseded else None,
-            timings,
+            sha256,
+            started,
+            header=header,
+            source_format=document.source_format,
+            prepared=prepared,
+            timings={"parse": time.perf_counter() - mark},
         )
+
+    def _claim(self, parsed: _Parsed, submit: Submit, in_flight: dict[str, _Borrowed]) -> _Job:
+        """Check the file may be stored, find the vectors it can reuse (stored ones, and those an earlier
+        file of this run is still embedding), and send the rest to the embedder."""
+        if parsed.header is None:
+            return _Job(parsed)
+        mark = time.perf_counter()
+        try:
+            self._ensure_connected()
+            with self.conn.transaction():
+                known = find_by_source_hash(self.conn, parsed.sha256)  # an earlier file of this run, stored since
+                if known is not None:
+                    return _Job(replace(parsed, known=known))
+                check_version_claim(self.conn, parsed.header, source_uri=parsed.source_uri, source_sha256=parsed.sha256)
+                stored = reusable_embeddings(self.conn, [p.embedding_sha256 for p in parsed.prepared])
+        except FAILURES as exc:
+            return _Job(replace(parsed, failure=_reason(exc)))
+        borrowed = {
+            p.embedding_sha256: in_flight[p.embedding_sha256]
+            for p in parsed.prepared
+            if p.embedding_sha256 not in stored and p.embedding_sha256 in in_flight
+        }
+        missing = [
+            p for p in parsed.prepared if p.embedding_sha256 not in stored and p.embedding_sha256 not in borrowed
+        ]
+        job = _Job(parsed, stored, borrowed, missing)
+        if missing:
+            job.embedding = submit(self.embedder.embed, [p.embedding_text for p in missing])
+            for row, p in enumerate(missing):
+                in_flight.setdefault(p.embedding_sha256, _Borrowed(job.embedding, row))
+        job.claim_s = time.perf_counter() - mark
+        return job
+
+    def _store(self, job: _Job, in_flight: dict[str, _Borrowed]) -> IngestResult:
+        """Wait for the file's vectors and store it in one transaction (or log why not)."""
+        try:
+            return self._store_parsed(job)
+        finally:
+            for p in job.missing:  # stored now, or failed: later files look in the database again
+                if (entry := in_flight.get(p.embedding_sha256)) is not None and entry.embedding is job.embedding:
+                    del in_flight[p.embedding_sha256]
+
+    def _store_parsed(self, job: _Job) -> IngestResult:
+        parsed = job.parsed
+        timings = dict(parsed.timings)
+        try:
+            if parsed.failure is not None:
+                raise _Failed(parsed.failure)
+            if parsed.known is None:
+                assert parsed.header is not None
+                mark = time.perf_counter()
+                vectors, embedded, tokens = self._vectors(job)
+                timings["embed"] = job.claim_s + time.perf_counter() - mark
+                mark = time.perf_counter()
+                self._ensure_connected()
+                with self.conn.transaction():
+                    # A file of this run with the same bytes may have been stored while this one was embedding.
+                    known = find_by_source_hash(self.conn, parsed.sha256)
+                    if known is None:
+                        stored = store_document(
+                            self.conn,
+                            parsed.header,
+                            source_uri=parsed.source_uri,
+                            source_format=parsed.source_format,
+                            source_sha256=parsed.sha256,
+                            chunks=parsed.prepared,
+                            vectors=vectors,
+                            embedding_tokens=tokens,
+                        )
+                timings["store"] = time.perf_counter() - mark
+                if known is None:
+                    header = parsed.header
+                    return IngestResult(
+                        parsed.source_uri,
+                        "ingested",
+                        header.doc_code,
+                        header.version,
+                        stored.status,
+                        header.department,
+                        header.classification.value,
+                        parsed.source_format,
+                        len(parsed.prepared),
+                        sum(1 for p in parsed.prepared if p.findings),
+                        embedded,
+                        tokens,
+                        time.perf_counter() - parsed.started,
+                        f"superseded version {stored.superseded}" if stored.superseded else None,
+                        timings,
+                    )
+                parsed = replace(parsed, known=known)
+            assert parsed.known is not None
+            uri, doc_code, version = parsed.known
+            with self.conn.transaction():
+                log_event(
+                    self.conn, parsed.source_uri, "unchanged", sha256=parsed.sha256, doc_code=doc_code, version=version
+                )
+            return IngestResult(
+                parsed.source_uri,
+                "unchanged",
+                doc_code,
+                version,
+                seconds=time.perf_counter() - parsed.started,
+                reason=None if uri == parsed.source_uri else f"identical to {uri}",
+            )
+        except (*FAILURES, _Failed) as exc:
+            reason = str(exc) if isinstance(exc, _Failed) else _reason(exc)
+            self._log_failure(parsed.source_uri, parsed.sha256, reason)
+            return IngestResult(
+                parsed.source_uri, "failed", reason=reason, seconds=time.perf_counter() - parsed.started
+            )
+
+    def _vectors(self, job: _Job) -> tuple[np.ndarray, int, int]:
+        """The file's vectors in chunk order, how many texts it sent to the embedder, and their tokens."""
+        vectors = dict(job.stored)
+        embedded, tokens = len(job.missing), 0
+        if job.embedding is not None:
+            embeddings = job.embedding.result()  # an EmbeddingError is this file's failure
+            tokens = embeddings.tokens
+            vectors.update({p.embedding_sha256: v for p, v in zip(job.missing, embeddings.vectors, strict=True)})
+        orphans = []
+        for sha, entry in job.borrowed.items():
+            try:
+                vectors[sha] = entry.embedding.result().vectors[entry.row]
+            except EmbeddingError:
+                orphans.append(sha)  # the earlier file's embedding failed: embed its texts here
+        if orphans:
+            texts = {p.embedding_sha256: p.embedding_text for p in job.parsed.prepared}
+            again = self.embedder.embed([texts[sha] for sha in orphans])
+            vectors.update(zip(orphans, again.vectors, strict=True))
+            embedded, tokens = embedded + len(orphans), tokens + again.tokens
+        return np.vstack([vectors[p.embedding_sha256] for p in job.parsed.prepared]), embedded, tokens
 
     def withdraw(self, source_uri: str) -> IngestResult:
         self._ensure_connected()
@@ -232,14 +390,55 @@ def document_files(paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:
 def ingest_files(
     ingestor: Ingestor, files: list[Path], on_result: Callable[[IngestResult], None] | None = None
 ) -> Iterator[IngestResult]:
-    for path in files:
-        uri = path.resolve().as_uri()
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            result = IngestResult(uri, "failed", reason=f"cannot read the file: {exc.strerror}")
-        else:
-            result = ingestor.ingest(data, name=path.name, source_uri=uri)
+    """Ingest files in order, each alone (its own transactions, its own outcome), overlapped: the next file
+    is parsed while this one embeds and the one before is stored. The embedder releases the GIL while its
+    model runs, so parsing and storing cost little on top of the embedding calls. An embedder with
+    `requests_in_flight` > 1 (the OpenAI one) gets that many files' embedding calls at once."""
+    in_flight = max(1, int(getattr(ingestor.embedder, "requests_in_flight", 1)))
+    borrowable: dict[str, _Borrowed] = {}
+    parsing: deque[Future[_Parsed] | IngestResult] = deque()
+    jobs: deque[_Job | IngestResult] = deque()
+    # One parser thread: a second would only contend with the embedder for the cores and the GIL.
+    parser = ThreadPoolExecutor(1, thread_name_prefix="kb-parse")
+    embedder = ThreadPoolExecutor(in_flight, thread_name_prefix="kb-embed")
+
+    def claim(entry: Future[_Parsed] | IngestResult) -> _Job | IngestResult:
+        return (
+            entry if isinstance(entry, IngestResult) else ingestor._claim(entry.result(), embedder.submit, borrowable)
+        )
+
+    def finish(job: _Job | IngestResult) -> IngestResult:
+        result = job if isinstance(job, IngestResult) else ingestor._store(job, borrowable)
         if on_result:
             on_result(result)
-        yield result
+        return result
+
+    try:
+        for path in files:
+            uri = path.resolve().as_uri()
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                parsing.append(IngestResult(uri, "failed", reason=f"cannot read the file: {exc.strerror}"))
+            else:
+                admitted = ingestor._admit(data, name=path.name, source_uri=uri)
+                del data  # the parser holds the bytes until it is done with them
+                parsing.append(_done(admitted) if isinstance(admitted, _Parsed) else parser.submit(admitted))
+            # The parser works one file ahead; `in_flight` files wait for their vectors.
+            while len(parsing) > 1:
+                jobs.append(claim(parsing.popleft()))
+                while len(jobs) > in_flight:
+                    yield finish(jobs.popleft())
+        while parsing:
+            jobs.append(claim(parsing.popleft()))
+        while jobs:
+            yield finish(jobs.popleft())
+    finally:
+        parser.shutdown(cancel_futures=True)
+        embedder.shutdown(cancel_futures=True)
+
+
+def _done(value: _Parsed) -> Future[_Parsed]:
+    future: Future[_Parsed] = Future()
+    future.set_result(value)
+    return future
