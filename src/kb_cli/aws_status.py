@@ -16,7 +16,7 @@ def print_status(console: Console, settings: Settings, status: QueueStatus) -> N
         (
             "dead letters",
             f"{status.dlq_depth} ({aws.dead_letter_queue}; a file lands here after {aws.max_receive_count} failed "
-            f"receives, {aws.visibility_timeout_s} s apart)",
+            f"receives: {aws.retry_delay_s} s apart with `kb worker`, {aws.visibility_timeout_s} s with the Lambda)",
         ),
         ("alarm", f"[{alarm_colour}]{status.alarm_state}[/] {status.alarm_reason}".rstrip()),
     ]

@@ -26,6 +26,9 @@ FROM kb.chunks
 WHERE doc_id = ({CHOSEN_DOC_ID}) AND NOT metadata ? 'rows_of'  -- a table's row groups repeat its rows
 ORDER BY ordinal"""
 _VERSIONS = "SELECT version FROM kb.documents WHERE doc_code = %(doc_code)s ORDER BY version_key"
+_READABLE_VERSIONS = """
+SELECT version, status::text, effective_date, withdrawn_at FROM kb.documents
+WHERE doc_code = %(doc_code)s ORDER BY version_key DESC"""
 # Withdrawn versions only when asked for by status, or as of a date when they were in force.
 _LIST = f"""
 SELECT doc_code, title, version, status::text, effective_date, department, classification::text, owner,
@@ -162,3 +165,24 @@ async def empty_knowledge_base_hint(conn: AsyncConnection, role: Role) -> str | 
         cursor = await tx.execute("SELECT EXISTS (SELECT 1 FROM kb.chunks)")
     row = await cursor.fetchone()
     return None if row and row[0] else EMPTY_HINT
+
+
+@dataclass(frozen=True)
+class VersionStatus:
+    version: str
+    status: str
+    effective_date: date
+    withdrawn_at: datetime | None
+
+    def describe(self) -> str:
+        if self.withdrawn_at is not None:
+            return f"{self.version} (withdrawn {self.withdrawn_at:%Y-%m-%d})"
+        return f"{self.version} ({self.status} from {self.effective_date.isoformat()})"
+
+
+async def readable_versions(conn: AsyncConnection, role: Role, doc_code: str) -> list[VersionStatus]:
+    """Every version of a doc code the role may read, newest first: what a not-found answer can point to.
+    Under the role's ceiling like every read, so a document above it still looks like no document at all."""
+    async with reader_transaction(conn, role) as tx:
+        cursor = await tx.execute(_READABLE_VERSIONS, {"doc_code": doc_code})
+    return [VersionStatus(*row) for row in await cursor.fetchall()]

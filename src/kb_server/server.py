@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, fields
 from datetime import date
@@ -48,9 +48,11 @@ from kb_server.db.pools import ReaderPools
 from kb_server.documents import (
     ListedDocument,
     StoredDocument,
+    VersionStatus,
     empty_knowledge_base_hint,
     fetch_document,
     list_documents,
+    readable_versions,
 )
 from kb_server.injection_warnings import DOCUMENT_WARNING, SECTION_WARNING, search_warning
 from kb_server.models import (
@@ -245,11 +247,26 @@ def _check_version(version: str) -> str:
     return version.strip()
 
 
-def _not_found(doc_code: str, version: str | None = None, as_of: date | None = None) -> str:
-    # The same words for a document that does not exist and one above the caller's ceiling.
+def _not_found(
+    doc_code: str, version: str | None = None, as_of: date | None = None, readable: Sequence[VersionStatus] = ()
+) -> str:
+    # The same words for a document that does not exist and one above the caller's ceiling; when other
+    # versions of it are readable (the one asked for was withdrawn, or not yet in force), they are named,
+    # so the caller can ask for one by version instead of concluding the document is gone.
     which = f"{doc_code} version {version}" if version else doc_code
     when = f" in force on {as_of.isoformat()}" if as_of else ""
-    return f"no document {which}{when} is available to you; list_documents shows what you can read"
+    if not readable:
+        return f"no document {which}{when} is available to you; list_documents shows what you can read"
+    what = "no effective version" if version is None and as_of is None else f"no version {version}" if version else ""
+    what = what or f"no version in force on {as_of.isoformat() if as_of else ''}"
+    listed = ", ".join(v.describe() for v in readable[:6]) + (", …" if len(readable) > 6 else "")
+    return f"{doc_code} has {what}; its versions you may read: {listed}; ask for one by version"
+
+
+async def _not_found_in(
+    conn: AsyncConnection, ctx: Context, code: str, version: str | None = None, as_of: date | None = None
+) -> str:
+    return _not_found(code, version, as_of, await readable_versions(conn, caller_role(ctx), code))
 
 
 AS_OF = Field(
@@ -383,8 +400,8 @@ def _register_tools(server: MCPServer) -> None:
         async with connection(ctx) as conn:
             pinned = version.strip() if version else None
             document = await fetch_document(conn, caller_role(ctx), code, pinned, as_of=as_of)
-        if document is None:
-            raise ToolError(_not_found(code, version, as_of))
+            if document is None:
+                raise ToolError(await _not_found_in(conn, ctx, code, pinned, as_of))
         return document_detail(document)
 
     @server.tool(
@@ -440,7 +457,7 @@ def _register_tools(server: MCPServer) -> None:
             for version in versions:
                 document = await fetch_document(conn, caller_role(ctx), code, version)
                 if document is None:
-                    raise ToolError(_not_found(code, version))
+                    raise ToolError(await _not_found_in(conn, ctx, code, version))
                 read.append(document)
         return comparison_of(*read)
 
@@ -470,7 +487,9 @@ def _register_tools(server: MCPServer) -> None:
         code = _check_doc_code(cited.doc_code)
         async with connection(ctx) as conn:
             document = await fetch_document(conn, caller_role(ctx), code, version)
-        if document is None or document.department != cited.department:
+            if document is None:
+                raise ToolError(await _not_found_in(conn, ctx, code, version))
+        if document.department != cited.department:
             raise ToolError(_not_found(code, version))
         result = verification_of(document, cited.section, quote)
         if result is None:
@@ -519,9 +538,12 @@ def _register_resources(server: MCPServer) -> None:
         try:
             async with connection(ctx) as conn:
                 document = await fetch_document(conn, caller_role(ctx), code, version)
+                missing = await _not_found_in(conn, ctx, code, version) if document is None else None
         except ToolError as exc:
             raise ResourceNotFoundError(str(exc)) from exc
-        if document is None or document.department != department:
+        if document is None:
+            raise ResourceNotFoundError(missing or _not_found(code, version))
+        if document.department != department:
             raise ResourceNotFoundError(_not_found(code, version))
         return document
 

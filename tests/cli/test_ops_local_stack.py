@@ -133,6 +133,8 @@ def test_a_broken_file_reaches_the_dlq_and_kb_aws_status_shows_it_with_its_error
         status = kb(held_database, "aws", "status")
         text = " ".join(status.stdout.split())
         assert "dead letters 1" in text
+        # The spacing of the retries is the one the worker in use waits, not only the Lambda's.
+        assert "3 failed receives: 20 s apart with `kb worker`, 360 s with the Lambda" in text
         assert "s3://kosha-kb-corpus/risk/broken.md: " in text and "header" in text  # the parser's reason
         assert "ALARM" in text
         assert "ingested RSK-REF-006 v2.0" in text  # the recent outcomes

@@ -47,7 +47,11 @@ async def test_a_withdrawn_document_is_not_served_by_default(withdrawn_corpus, l
             await client.read_resource("kb://compliance/CMP-SOP-950#2")
     assert "CMP-SOP-950" not in {d["doc_code"] for d in search.structured_content["documents"]}
     assert "CMP-SOP-951" in {d["doc_code"] for d in search.structured_content["documents"]}
-    assert document.is_error and "no document CMP-SOP-950" in document.content[0].text
+    # Not served, but not hidden either: the error names the withdrawn version to ask for by pinning it.
+    assert document.is_error and document.content[0].text.endswith(
+        ": CMP-SOP-950 has no effective version; its versions you may read: 1.0 (withdrawn 2026-06-15); "
+        "ask for one by version"
+    )
     assert [d["doc_code"] for d in listed.structured_content["documents"]] == ["CMP-SOP-951"]
 
 
@@ -98,4 +102,9 @@ async def test_a_withdrawn_document_stays_under_the_ceiling(withdrawn_corpus, lo
         listed = await call(client, "list_documents", status="withdrawn")
         with pytest.raises(MCPError):
             await client.read_resource("kb://compliance/CMP-SOP-950@1.0#2")
+        document = await call(client, "get_document", doc_code="CMP-SOP-950")
+        nothing = await call(client, "get_document", doc_code="CMP-SOP-959")
     assert listed.structured_content["documents"] == []
+    # Above the ceiling, the not-found answer names no versions: the same words as for no document at all.
+    assert document.content[0].text == nothing.content[0].text.replace("959", "950")
+    assert "versions" not in document.content[0].text
