@@ -30,7 +30,7 @@ from evals.retrieval import run_questions
 from evals.split import golden_part, npl_part
 from kb_core.db.embedded import EmbeddedPostgres
 from kb_core.embedders.local import LocalEmbedder
-from kb_server.search import DEFAULT_BM25, Bm25, Fusion
+from kb_server.search import DEFAULT_BM25, RRF_K, Bm25, Fusion
 
 REPO = Path(__file__).resolve().parents[1]
 STATE = REPO / ".kb-eval"
@@ -41,6 +41,19 @@ TITLE_WEIGHTS = (1.0, 2.0)
 RRF_KS = (10, 20, 30, 60, 100)
 TEXT_WEIGHTS = (0.5, 0.75, 1.0, 1.5)
 FIRST_BONUSES = (0.0, 0.01, 0.02)
+# The convex combination: the vector leg's weight (the text leg gets the rest); identifier_bonus 2 keeps a chunk
+# holding a named identifier above any weighted sum (at most 1 plus the bonuses).
+CONVEX_VECTOR_WEIGHTS = (0.4, 0.5, 0.6, 0.7)
+CONVEX_FIRST_BONUSES = (0.0, 0.05)
+
+
+def fusion_grid() -> list[Fusion]:
+    rrf = [Fusion(k, 1.0, w, bonus) for k, w, bonus in itertools.product(RRF_KS, TEXT_WEIGHTS, FIRST_BONUSES)]
+    convex = [
+        Fusion(RRF_K, a, round(1.0 - a, 2), bonus, 2.0, "convex")
+        for a, bonus in itertools.product(CONVEX_VECTOR_WEIGHTS, CONVEX_FIRST_BONUSES)
+    ]
+    return rrf + convex
 
 
 def objective(measured: dict[str, float]) -> float | None:
@@ -55,15 +68,21 @@ def best(grid: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     return max(scored, key=lambda v: objective(v) or 0.0) if scored else None
 
 
-def fuse(legs: dict[str, list[Any]], fusion: Fusion, depth: int) -> list[Any]:
-    """The SQL's fusion (src/kb_server/search.py), over each leg's ranked keys."""
+def fuse(legs: dict[str, list[tuple[Any, float]]], fusion: Fusion, depth: int) -> list[Any]:
+    """The SQL's fusion (src/kb_server/search.py), over each leg's ranked (key, score) pairs."""
     weights = {"vector": fusion.vector_weight, "text": fusion.text_weight}
     scores: dict[Any, float] = {}
     best: dict[Any, int] = {}
     for leg, ranked in legs.items():
-        for rank, key in enumerate(ranked, start=1):
+        raw = [score for _, score in ranked]
+        low, high = (min(raw), max(raw)) if raw else (0.0, 0.0)
+        for rank, (key, score) in enumerate(ranked, start=1):
+            if fusion.method == "convex":
+                part = weights[leg] * ((score - low) / (high - low) if high > low else 1.0)
+            else:
+                part = weights[leg] / (fusion.rrf_k + rank)
             bonus = fusion.first_bonus if rank == 1 else 0.0
-            scores[key] = scores.get(key, 0.0) + weights[leg] / (fusion.rrf_k + rank) + bonus
+            scores[key] = scores.get(key, 0.0) + part + bonus
             best[key] = min(best.get(key, rank), rank)
     return sorted(scores, key=lambda key: (-scores[key], best[key]))[:depth]
 
@@ -90,7 +109,7 @@ def npl_legs(server: str, embedder, collection, ids, bm25: Bm25, vectors) -> dic
     out: dict[str, dict[str, list]] = {qid: {} for qid in ids}
     for mode in ("vector", "text"):
         rankings = asyncio.run(
-            vaswani.run(
+            vaswani.run_scored(
                 server,
                 embedder,
                 collection,
@@ -103,7 +122,10 @@ def npl_legs(server: str, embedder, collection, ids, bm25: Bm25, vectors) -> dic
             )
         )
         for qid, ranked in rankings.items():
-            out[qid][mode] = ranked
+            first: dict[str, float] = {}
+            for docno, score in ranked:  # a document's best chunk stands for it, as in the measured ranking
+                first.setdefault(docno, score or 0.0)
+            out[qid][mode] = list(first.items())
     return out
 
 
@@ -169,8 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     if "npl" in parts:
         npl_vectors = {qid: model.embed_query(collection.queries[qid]) for qid in npl_dev}
         npl = npl_legs(npl_server, model, collection, npl_dev, bm25, npl_vectors)
-    for rrf_k, text_weight, bonus in itertools.product(RRF_KS, TEXT_WEIGHTS, FIRST_BONUSES):
-        fusion = Fusion(rrf_k, 1.0, text_weight, bonus)
+    for fusion in fusion_grid():
         entry = grid.setdefault(json.dumps(asdict(fusion)), {"fusion": asdict(fusion)})
         entry["bm25"] = asdict(bm25)
         if "golden" in parts:  # through the SQL itself: it also applies the identifier grades and table dedupe

@@ -22,6 +22,7 @@ import psycopg
 from pgvector.psycopg import register_vector_async
 
 from ingest.pipeline import Ingestor, IngestResult
+from kb_core.db.targets import reader_conninfo
 from kb_core.embedders.base import Embedder
 from kb_core.roles import Role
 from kb_server.search import DEFAULT_BM25, DEFAULT_FUSION, Bm25, Fusion, hybrid_search
@@ -105,8 +106,40 @@ async def run(
     vectors: dict[str, np.ndarray] | None = None,
 ) -> dict[str, list[str]]:
     """qid -> ranked docnos (of `query_ids`, default every query); `vectors` reuses query embeddings."""
-    rankings: dict[str, list[str]] = {}
-    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
+    scored = await run_scored(
+        conninfo,
+        embedder,
+        collection,
+        mode=mode,
+        text_query=text_query,
+        text_rank=text_rank,
+        query_ids=query_ids,
+        fusion=fusion,
+        bm25=bm25,
+        vectors=vectors,
+    )
+    return {qid: list(dict.fromkeys(docno for docno, _ in ranked)) for qid, ranked in scored.items()}
+
+
+async def run_scored(
+    conninfo: str,
+    embedder: Embedder,
+    collection: Collection,
+    *,
+    mode: str,
+    text_query: str,
+    text_rank: str,
+    query_ids: Sequence[str] | None = None,
+    fusion: Fusion = DEFAULT_FUSION,
+    bm25: Bm25 = DEFAULT_BM25,
+    vectors: dict[str, np.ndarray] | None = None,
+) -> dict[str, list[tuple[str, float | None]]]:
+    """qid -> (docno, score) of each hit in rank order: the leg's own score (cosine similarity or BM25) for a
+    one-leg `mode`, the fused score for "hybrid". The tuner fuses the legs' scores this way (evals/tune.py)."""
+    rankings: dict[str, list[tuple[str, float | None]]] = {}
+    # demo_readonly's own login (sql/010): the server's login alone may become no reader role.
+    reader = reader_conninfo(conninfo, Role.DEMO_READONLY)
+    async with await psycopg.AsyncConnection.connect(reader, autocommit=True) as conn:
         await register_vector_async(conn)
         for qid in query_ids if query_ids is not None else list(collection.queries):
             text = collection.queries[qid]
@@ -128,8 +161,8 @@ async def run(
                 fusion=fusion,
                 bm25=bm25,
             )
-            ranked = [str(int(h.doc_code.rsplit("-", 1)[1])) for h in hits]
-            rankings[qid] = list(dict.fromkeys(ranked))
+            score = {"vector": "vector_score", "text": "text_score"}.get(mode, "score")
+            rankings[qid] = [(str(int(h.doc_code.rsplit("-", 1)[1])), getattr(h, score)) for h in hits]
     return rankings
 
 

@@ -39,6 +39,7 @@ class Fusion:
     text_weight: float = 1.0
     first_bonus: float = 0.0
     identifier_bonus: float = 1.0  # above any rank sum: a chunk holding a named identifier comes first
+    method: str = "rrf"  # or "convex": weights times each leg's min-max normalised score instead of 1/(k + rank)
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ DEFAULT_BM25 = Bm25()
 # limited to the candidates; row_number() then gives the leg's rank.
 _VECTOR_LEG = """
 vector_hits AS (
-    SELECT chunk_id, classification, row_number() OVER (ORDER BY distance) AS rank
+    SELECT chunk_id, classification, row_number() OVER (ORDER BY distance) AS rank, 1.0 - distance AS score
     FROM (SELECT chunk_id, classification, embedding <=> %(vector)s AS distance
           FROM kb.searchable_chunks
           WHERE {current} AND (%(departments)s::text[] IS NULL OR department = ANY(%(departments)s))
@@ -80,13 +81,14 @@ vector_hits AS (
 )"""
 _NO_VECTOR_LEG = """
 vector_hits AS (
-    SELECT NULL::bigint AS chunk_id, NULL::kb.classification AS classification, NULL::bigint AS rank
+    SELECT NULL::bigint AS chunk_id, NULL::kb.classification AS classification, NULL::bigint AS rank,
+           NULL::float8 AS score
     WHERE false
 )"""
 _NO_TEXT_LEG = """
 text_hits AS (
     SELECT NULL::bigint AS chunk_id, NULL::kb.classification AS classification, NULL::bigint AS rank,
-           NULL::integer AS exact
+           NULL::integer AS exact, NULL::float8 AS score
     WHERE false
 )"""
 # The full-text leg reads each classification partition on its own and ranks at most MATCH_CAP of its
@@ -136,7 +138,7 @@ _EARLIER_AS_OF = "NOT c.is_effective AND c.doc_id IN (SELECT doc_id FROM in_forc
 _IN_FORCE = "\nin_force AS (" + in_force_on() + "\n)"
 _VECTOR_LEG_AS_OF = """
 vector_hits AS (
-    SELECT chunk_id, classification, row_number() OVER (ORDER BY distance) AS rank
+    SELECT chunk_id, classification, row_number() OVER (ORDER BY distance) AS rank, 1.0 - distance AS score
     FROM (SELECT * FROM (SELECT chunk_id, classification, embedding <=> %(vector)s AS distance
                          FROM kb.searchable_chunks
                          WHERE {current}
@@ -172,7 +174,8 @@ _EXACT = """CASE WHEN {m}.doc_id = ANY((SELECT named_documents FROM query)::bigi
 # ts_rank and ts_rank_cd (the ablations): every distinct match ranked with the whole tsquery.
 _TEXT_LEG = """
 text_hits AS (
-    SELECT chunk_id, classification, row_number() OVER (ORDER BY exact DESC, text_rank DESC, chunk_id) AS rank, exact
+    SELECT chunk_id, classification, row_number() OVER (ORDER BY exact DESC, text_rank DESC, chunk_id) AS rank, exact,
+           text_rank::float8 AS score
     FROM (SELECT m.chunk_id, m.classification, {rank}(m.tsv, (SELECT tsq FROM query)) AS text_rank,
                  {exact} AS exact
           FROM (SELECT DISTINCT ON (chunk_id) * FROM ({matches}
@@ -187,7 +190,8 @@ text_hits AS (
 # a chunk that shares only the question's commonest words with it may be left out, as the cap already does.
 _TEXT_LEG_BM25 = """
 text_hits AS (
-    SELECT chunk_id, classification, row_number() OVER (ORDER BY exact DESC, text_rank DESC, chunk_id) AS rank, exact
+    SELECT chunk_id, classification, row_number() OVER (ORDER BY exact DESC, text_rank DESC, chunk_id) AS rank, exact,
+           text_rank::float8 AS score
     FROM (SELECT p.chunk_id, p.classification, p.exact,
                  sum(ww.idf * tf.tf * (%(k1)s + 1.0)
                      / nullif(tf.tf + %(k1)s * (1.0 - %(b)s + %(b)s * p.terms / corpus.avgdl), 0)) AS text_rank
@@ -235,14 +239,23 @@ word_weights AS (
 _FUSE_AND_FETCH = """
 fused AS (
     SELECT chunk_id, classification,
-           sum(CASE WHEN leg = 'vector' THEN %(vector_weight)s ELSE %(text_weight)s END / (%(rrf_k)s + rank)
+           sum(CASE WHEN leg = 'vector' THEN %(vector_weight)s ELSE %(text_weight)s END
+               * CASE WHEN %(convex)s THEN normalised ELSE 1.0 / (%(rrf_k)s + rank) END
                + CASE WHEN rank = 1 THEN %(first_bonus)s ELSE 0 END
                + %(identifier_bonus)s * exact) AS score,
            min(rank) FILTER (WHERE leg = 'vector') AS vector_rank,
-           min(rank) FILTER (WHERE leg = 'text') AS text_rank
-    FROM (SELECT chunk_id, classification, rank, 'vector' AS leg, 0 AS exact FROM vector_hits
-          UNION ALL
-          SELECT chunk_id, classification, rank, 'text' AS leg, exact FROM text_hits) legs
+           min(rank) FILTER (WHERE leg = 'text') AS text_rank,
+           min(raw) FILTER (WHERE leg = 'vector') AS vector_score,
+           min(raw) FILTER (WHERE leg = 'text') AS text_score
+    FROM (SELECT chunk_id, classification, rank, leg, exact, raw,
+                 -- the convex combination's scale: each leg's scores mapped onto [0, 1] over its candidates
+                 coalesce((raw - min(raw) OVER (PARTITION BY leg))
+                          / nullif(max(raw) OVER (PARTITION BY leg) - min(raw) OVER (PARTITION BY leg), 0), 1.0)
+                     AS normalised
+          FROM (SELECT chunk_id, classification, rank, 'vector' AS leg, 0 AS exact, score AS raw FROM vector_hits
+                UNION ALL
+                SELECT chunk_id, classification, rank, 'text' AS leg, exact, score AS raw FROM text_hits) both_legs
+         ) legs
     GROUP BY chunk_id, classification
 ),
 -- A table's row groups and the chunk holding the whole table share a key (sql: metadata rows_of, from the
@@ -260,7 +273,8 @@ top AS (
     ORDER BY score DESC, chunk_id LIMIT %(limit)s
 )
 SELECT d.doc_code, d.title, d.version, d.effective_date, d.department, c.section_path, c.anchor,
-       c.content, t.score::float8, t.vector_rank, t.text_rank, c.injection_suspect, c.injection_rule
+       c.content, t.score::float8, t.vector_rank, t.text_rank, c.injection_suspect, c.injection_rule,
+       t.vector_score, t.text_score
 FROM top t
 JOIN kb.searchable_chunks c ON c.chunk_id = t.chunk_id AND c.classification = t.classification
 JOIN kb.documents d ON d.doc_id = c.doc_id
@@ -363,6 +377,7 @@ def statement_params(
         "vector_weight": fusion.vector_weight,
         "text_weight": fusion.text_weight,
         "first_bonus": fusion.first_bonus,
+        "convex": fusion.method == "convex",
         "identifier_bonus": fusion.identifier_bonus,
         "identifiers": identifiers_in(text) if find_identifiers else [],
         "as_of": None,
@@ -386,6 +401,8 @@ class Hit:
     text_rank: int | None
     injection_suspect: bool
     injection_rule: str | None
+    vector_score: float | None = None  # the leg's own score: cosine similarity
+    text_score: float | None = None  # BM25 (or the ablations' ts_rank)
 
     @property
     def citation(self) -> str:

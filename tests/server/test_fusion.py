@@ -1,0 +1,82 @@
+"""How the two legs become one ranking (kb_server.search.Fusion): the LLD's Reciprocal Rank Fusion over each
+leg's ranks, or a convex combination of each leg's own scores (cosine similarity, BM25) min-max normalised over
+its candidates. Either way a chunk holding an identifier the question names comes first."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from pgvector.psycopg import register_vector_async
+from tests.support.documents import markdown_document
+
+from kb_core.db.targets import DatabaseTargets
+from kb_core.roles import Role
+from kb_server.search import Fusion, Hit, hybrid_search
+
+pytestmark = pytest.mark.anyio
+
+SECTIONS = {
+    "1. Purpose": "This procedure explains how reconciliation breaks in the treasury ledger are handled.",
+    "2. Detection": "The nightly job compares the ledger with the bank statement and opens a break per difference.",
+    "3. Escalation": "Breaks above $5,000 go to the Treasury Operations Lead within 2 business hours.",
+    "4. Error Codes": "RCN-E404 means the bank statement for the day has not arrived; rerun the job after 09:00.",
+    "5. Records": "Closed breaks are kept for seven years with the evidence that resolved them.",
+    "6. Training": "New analysts shadow a senior analyst for their first month of break handling.",
+}
+CONVEX = Fusion(vector_weight=0.6, text_weight=0.4, identifier_bonus=2.0, method="convex")
+
+
+@pytest.fixture
+def procedure(ingestor, database: DatabaseTargets) -> DatabaseTargets:
+    text = markdown_document("FIN-SOP-904", classification="public", title="Reconciliation Breaks", sections=SECTIONS)
+    result = ingestor.ingest(text.encode(), name="breaks.md", source_uri="file:///c/breaks.md")
+    assert result.outcome == "ingested", result.reason
+    return database
+
+
+async def search(database: DatabaseTargets, embedder, text: str, fusion: Fusion) -> list[Hit]:
+    async with await psycopg.AsyncConnection.connect(database.reader(Role.DEMO_READONLY), autocommit=True) as conn:
+        await register_vector_async(conn)
+        return await hybrid_search(
+            conn,
+            Role.DEMO_READONLY,
+            text=text,
+            vector=embedder.embed_query(text),
+            departments=None,
+            limit=50,
+            fusion=fusion,
+        )
+
+
+def normalised(hits: list[Hit], leg: str) -> dict[str, float]:
+    """Each chunk's min-max normalised score in `leg`, over the leg's candidates (here: every hit it ranked)."""
+    raw = {h.section_path: getattr(h, f"{leg}_score") for h in hits if getattr(h, f"{leg}_rank") is not None}
+    low, high = min(raw.values()), max(raw.values())
+    return {path: (score - low) / (high - low) for path, score in raw.items()}
+
+
+async def test_the_convex_fusion_scores_a_chunk_by_its_legs_normalised_scores_times_their_weights(
+    procedure, local_embedder
+):
+    hits = await search(procedure, local_embedder, "who takes a large treasury difference", CONVEX)
+    assert len(hits) == len(SECTIONS)  # every chunk is a vector candidate; the text leg matched only some
+    vector_only = [h for h in hits if h.text_rank is None]
+    assert vector_only and len(vector_only) < len(hits)
+    by_vector = sorted((h for h in hits if h.vector_rank is not None), key=lambda h: h.vector_rank or 0)
+    assert [h.vector_score for h in by_vector] == sorted((h.vector_score or 0.0 for h in by_vector), reverse=True)
+    vector, text = normalised(hits, "vector"), normalised(hits, "text")
+    expected = [0.6 * vector.get(h.section_path, 0.0) + 0.4 * text.get(h.section_path, 0.0) for h in hits]
+    assert [h.score for h in hits] == pytest.approx(expected, abs=1e-6)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+async def test_the_rrf_fusion_scores_a_chunk_by_its_ranks_alone(procedure, local_embedder):
+    hits = await search(procedure, local_embedder, "who takes a large treasury difference", Fusion())
+    expected = [sum(1 / (60 + rank) for rank in (h.vector_rank, h.text_rank) if rank is not None) for h in hits]
+    assert [h.score for h in hits] == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("fusion", [Fusion(), CONVEX], ids=["rrf", "convex"])
+async def test_a_chunk_holding_a_named_error_code_comes_first_under_either_fusion(procedure, local_embedder, fusion):
+    hits = await search(procedure, local_embedder, "the overnight ledger job failed with RCN-E404, what now", fusion)
+    assert hits[0].section_path.endswith("4. Error Codes")
