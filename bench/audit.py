@@ -87,11 +87,33 @@ async def _measure(targets: DatabaseTargets, embedder: LocalEmbedder, questions:
         "tool_call_with_audit_ms": on,
         "tool_call_without_audit_ms": off,
         "p95_added_ms": round(on["p95"] - off["p95"], 3),
+        "p95_added_interval_ms": p95_difference_interval(with_audit, without),
         "p50_added_ms": round(on["p50"] - off["p50"], 3),
         "paired_difference_ms": summary([w - o for w, o in zip(with_audit, without, strict=True)]),
         "audit_write_alone_ms": summary(writes),
         "audit_write_without_wal_flush_ms": summary(unflushed),
     }
+
+
+def p95_difference_interval(
+    with_audit: list[float], without: list[float], *, resamples: int = 2000, seed: int = 7
+) -> list[float]:
+    """A 90% bootstrap interval of p95(with) - p95(without). A p95 of a few hundred calls moves by
+    milliseconds from run to run on a shared machine, so the difference is reported with its spread: the
+    record is within budget when the interval's upper end is, not when one draw happens to be."""
+    import random
+
+    rng = random.Random(seed)
+
+    def p95(samples: list[float]) -> float:
+        ordered = sorted(samples)
+        return ordered[min(len(ordered) - 1, max(0, round(0.95 * len(ordered)) - 1))]
+
+    draws = sorted(
+        p95(rng.choices(with_audit, k=len(with_audit))) - p95(rng.choices(without, k=len(without)))
+        for _ in range(resamples)
+    )
+    return [round(draws[int(0.05 * resamples)], 3), round(draws[int(0.95 * resamples) - 1], 3)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -44,7 +44,13 @@ def _audit_section(a: dict[str, Any] | None) -> list[str]:
         "| the same with `synchronous_commit = off` (no WAL flush) | "
         f"{_ms(a.get('audit_write_without_wal_flush_ms', {}))} |",
         "",
-        f"The record adds {a['p95_added_ms']:.2f} ms to the p95 and {a['p50_added_ms']:.2f} ms to the median.",
+        f"The record adds {a['p95_added_ms']:.2f} ms to the p95 and {a['p50_added_ms']:.2f} ms to the median"
+        + (
+            f" (90% bootstrap interval of the p95 difference: {a['p95_added_interval_ms'][0]:.2f} to "
+            f"{a['p95_added_interval_ms'][1]:.2f} ms)."
+            if a.get("p95_added_interval_ms")
+            else "."
+        ),
         "",
     ]
 
