@@ -2,8 +2,10 @@
 ratios, written to bench/results.md and bench/results.json. `--quick` runs every part at a tiny scale (what
 `make test` runs, so the benchmark code never rots; its timings mean nothing and are not asserted).
 
-    python -m bench                          # corpus size, 100k and 1M chunks (about an hour on 2 cores)
+    python -m bench                          # corpus size, 100k and 1M chunks at 384 and 1024 dimensions
     python -m bench --scales 100000          # corpus size and 100k only
+    python -m bench --parts scale --scales 100000 --dims 384,1024   # only the synthetic scale runs, merged
+    python -m bench --parts storage --scales 100000 --dims 1024     # vector vs halfvec, HNSW settings, merged
     python -m bench --quick --out /tmp/b     # every part, tiny
     python -m bench --parts versions --scales 100000   # only the point-in-time part, into the existing results
     python -m bench --parts parse            # only parse throughput (PDF pages/s, DOCX paragraphs/s), likewise
@@ -26,7 +28,7 @@ import psycopg
 from evals.golden import load_golden
 from evals.run import fresh_database
 
-from bench import audit, corpus, machine, parse, parse_text, report, scale, versions
+from bench import audit, corpus, machine, parse, parse_text, realism, report, scale, storage, versions
 from bench.synthetic import SyntheticCorpus, load, query_vectors
 from kb_core.db.embedded import EmbeddedPostgres
 from kb_core.db.embedding_space import EmbeddingSpace
@@ -52,13 +54,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--scales", default="100000,1000000", help="synthetic chunk counts, comma-separated")
+    parser.add_argument("--dims", default="384,1024", help="synthetic vector dimensions, comma-separated")
     parser.add_argument("--out", type=Path, default=REPO / "bench")
+    parser.add_argument("--state", type=Path, default=REPO / ".kb-bench", help="the benchmark database's folder")
     parser.add_argument(
         "--parts",
-        choices=("all", "versions", "parse", "parse_text"),
+        choices=("all", "versions", "parse", "parse_text", "scale", "storage"),
         default="all",
         help="versions: only the point-in-time (as_of) part; parse: only PDF and DOCX parse throughput; "
-        "parse_text: only Markdown, HTML and OpenAPI parse throughput; each merged into the existing results",
+        "parse_text: only Markdown, HTML and OpenAPI parse throughput; scale: only the synthetic runs at --scales x "
+        "--dims (and the real-vector comparison); storage: vector vs halfvec and HNSW settings at --scales x "
+        "--dims; each merged into the existing results",
     )
     args = parser.parse_args(argv)
     if args.parts == "versions":
@@ -67,14 +73,18 @@ def main(argv: list[str] | None = None) -> int:
         return parse_only(args)
     if args.parts == "parse_text":
         return parse_text_only(args)
+    if args.parts == "scale":
+        return scale_only(args)
+    if args.parts == "storage":
+        return storage_only(args)
     started = time.perf_counter()
-    state = Path(tempfile.mkdtemp(prefix="kosha-kb-bench-")) if args.quick else REPO / ".kb-bench"
+    state = Path(tempfile.mkdtemp(prefix="kosha-kb-bench-")) if args.quick else args.state
     state.mkdir(exist_ok=True)
     superuser = start_database(state, tuned=not args.quick)
     results: dict[str, Any] = {
         "machine": machine.describe(superuser),
         "quick": args.quick,
-        "command": "python -m bench" + (" --quick" if args.quick else f" --scales {args.scales}"),
+        "command": "python -m bench" + (" --quick" if args.quick else f" --scales {args.scales} --dims {args.dims}"),
     }
     model = LocalEmbedder()
     model.load()
@@ -99,21 +109,16 @@ def main(argv: list[str] | None = None) -> int:
     print("parse throughput ...", flush=True)
     results["parse"] = parse.parse_benchmark(args.quick)
 
-    scales = [3_000] if args.quick else [int(s) for s in args.scales.split(",") if s]
+    scales = [3_000] if args.quick else _numbers(args.scales)
     results["scale"] = []
-    for chunks in scales:
-        print(f"{chunks:,} synthetic chunks: load, index builds, queries ...", flush=True)
-        spec = SyntheticCorpus(chunks=chunks, dimensions=384)
-        db = fresh_database(superuser, f"bench_{chunks}", EmbeddingSpace(model.space.model, 384))
-        results["scale"].append(
-            scale.run_scale(db.owner, db.server, spec, queries=5 if args.quick else 50, repeat=1 if args.quick else 3)
-        )
-        point_in_time = versions.scale_benchmark(
-            db.owner, db.server, query_vectors(spec, 5 if args.quick else 30), repeat=1 if args.quick else 3
-        )
-        results["versions"]["scale"].append({"chunks": chunks, **point_in_time})
-        with psycopg.connect(superuser, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE bench_{chunks} WITH (FORCE)")  # a 1M-chunk copy is 10+ GB
+    for dimensions in _numbers(args.dims):
+        for chunks in scales:
+            entry, point_in_time = _scale_run(superuser, model.space.model, chunks, dimensions, args.quick)
+            results["scale"].append(entry)
+            if point_in_time:
+                results["versions"]["scale"].append(point_in_time)
+    print("real and synthetic vectors side by side ...", flush=True)
+    results["realism"] = realism.compare(superuser, quick=args.quick)
 
     results["seconds"] = round(time.perf_counter() - started, 1)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -126,6 +131,90 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _numbers(text: str) -> list[int]:
+    return [int(n) for n in text.split(",") if n]
+
+
+def _scale_run(
+    superuser: str, model: str, chunks: int, dimensions: int, quick: bool, *, point_in_time: bool = True
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """One synthetic database of `chunks` × `dimensions`: the scale benchmark (and the point-in-time one, at
+    384 dimensions only: its figures do not depend on the vectors' width), then the database is dropped."""
+    print(f"{chunks:,} synthetic chunks × {dimensions} dimensions: load, index builds, queries ...", flush=True)
+    started = time.perf_counter()
+    spec = SyntheticCorpus(chunks=chunks, dimensions=dimensions)
+    name = f"bench_{chunks}_{dimensions}"
+    db = fresh_database(superuser, name, EmbeddingSpace(model, dimensions))
+    entry = scale.run_scale(db.owner, db.server, spec, queries=5 if quick else 50, repeat=1 if quick else 3)
+    versions_entry = None
+    if point_in_time and dimensions == 384:
+        measured = versions.scale_benchmark(
+            db.owner, db.server, query_vectors(spec, 5 if quick else 30), repeat=1 if quick else 3
+        )
+        versions_entry = {"chunks": chunks, **measured}
+    with psycopg.connect(superuser, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE {name} WITH (FORCE)")  # a 1M-chunk copy is 10+ GB
+    entry["seconds"] = round(time.perf_counter() - started, 1)
+    return entry, versions_entry
+
+
+def scale_only(args: argparse.Namespace) -> int:
+    """The synthetic scale runs alone (--scales × --dims) and the real-vector comparison, merged into the
+    existing results.json: an entry of the same size and dimension is replaced, the others are kept."""
+    started = time.perf_counter()
+    results = json.loads((args.out / "results.json").read_text())
+    state = args.state
+    state.mkdir(exist_ok=True)
+    superuser = start_database(state, tuned=True)
+    described = machine.describe(superuser)
+    command = f"python -m bench --parts scale --scales {args.scales} --dims {args.dims}"
+    model = LocalEmbedder().space.model
+    measured = []
+    for dimensions in _numbers(args.dims):
+        for chunks in _numbers(args.scales):
+            entry, _ = _scale_run(superuser, model, chunks, dimensions, quick=False, point_in_time=False)
+            measured.append({**entry, "command": command, "commit": described["commit"]})
+    print("real and synthetic vectors side by side ...", flush=True)
+    results["realism"] = realism.compare(superuser, quick=False)
+    replaced = {(e["chunks"], e.get("dimensions", 384)) for e in measured}
+    kept = [e for e in results.get("scale", []) if (e["chunks"], e.get("dimensions", 384)) not in replaced]
+    results["scale"] = sorted(kept + measured, key=lambda e: (e.get("dimensions", 384), e["chunks"]))
+    (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    (args.out / "results.md").write_text(report.render(results))
+    print(f"wrote {args.out / 'results.md'} in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+def storage_only(args: argparse.Namespace) -> int:
+    """Index storage and settings compared (bench/storage.py) at --scales × --dims, merged into results.json."""
+    started = time.perf_counter()
+    results = json.loads((args.out / "results.json").read_text())
+    state = args.state
+    state.mkdir(exist_ok=True)
+    superuser = start_database(state, tuned=True)
+    described = machine.describe(superuser)
+    command = f"python -m bench --parts storage --scales {args.scales} --dims {args.dims}"
+    model = LocalEmbedder().space.model
+    measured = []
+    for dimensions in _numbers(args.dims):
+        for chunks in _numbers(args.scales):
+            print(f"{chunks:,} synthetic chunks × {dimensions} dimensions: index storage and settings ...")
+            name = f"bench_storage_{chunks}_{dimensions}"
+            db = fresh_database(superuser, name, EmbeddingSpace(model, dimensions))
+            spec = SyntheticCorpus(chunks=chunks, dimensions=dimensions)
+            entry = storage.run(db.owner, db.server, spec, queries=5 if args.quick else 30)
+            measured.append({**entry, "command": command, "commit": described["commit"]})
+            with psycopg.connect(superuser, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+    replaced = {(e["chunks"], e["dimensions"]) for e in measured}
+    kept = [e for e in results.get("storage", []) if (e["chunks"], e["dimensions"]) not in replaced]
+    results["storage"] = sorted(kept + measured, key=lambda e: (e["dimensions"], e["chunks"]))
+    (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    (args.out / "results.md").write_text(report.render(results))
+    print(f"wrote {args.out / 'results.md'} in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
 def versions_only(args: argparse.Namespace) -> int:
     """The point-in-time part alone (corpus size and --scales), merged into the existing results.json."""
     from evals.cache import CachingEmbedder
@@ -133,7 +222,7 @@ def versions_only(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     results = json.loads((args.out / "results.json").read_text())
-    state = REPO / ".kb-bench"
+    state = args.state
     state.mkdir(exist_ok=True)
     superuser = start_database(state, tuned=True)
     model = LocalEmbedder()

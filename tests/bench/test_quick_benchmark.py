@@ -26,12 +26,16 @@ def test_the_quick_benchmark_runs_every_part_and_writes_its_results(tmp_path):
     for key in ("query_embedding_ms", "hybrid_sql_ms", "tool_call_end_to_end_ms"):
         assert results["corpus_queries"][key]["n"] == 10
     assert 0 < results["server_memory"]["idle_mb"] <= results["server_memory"]["peak_under_load_mb"]
-    (scale,) = results["scale"]
-    assert scale["build"]["hnsw_build_s"] > 0 and scale["sizes"]["hnsw_mb"] > 0
-    assert all(0 <= r["recall_at_10"] <= 1 for r in scale["recall"].values())
-    unfiltered = {k: v for k, v in scale["queries"].items() if k.endswith("filter none")}
-    assert len(unfiltered) == 3 and all(v["rows_returned_min"] == v["top_k"] for v in unfiltered.values())
-    assert all(v["naive_ms"]["n"] > 0 and v["two_queries_ms"]["n"] > 0 for v in scale["queries"].values())
+    assert [s["dimensions"] for s in results["scale"]] == [384, 1024]  # the default --dims
+    for scale in results["scale"]:
+        assert scale["build"]["hnsw_build_s"] > 0 and scale["sizes"]["hnsw_mb"] > 0
+        assert all(0 <= r["recall_at_10"] <= 1 for r in scale["recall"].values())
+        unfiltered = {k: v for k, v in scale["queries"].items() if k.endswith("filter none")}
+        assert len(unfiltered) == 3 and all(v["rows_returned_min"] == v["top_k"] for v in unfiltered.values())
+        assert all(v["naive_ms"]["n"] > 0 and v["two_queries_ms"]["n"] > 0 for v in scale["queries"].values())
+    assert "## 3,000 chunks × 1024 dimensions" in (tmp_path / "results.md").read_text()
+    realism = results["realism"]  # measured when the evals' vector cache exists, else says how to make it
+    assert "skipped" in realism or [row["dimensions"] for row in realism["rows"]] == [384, 384, 1024]
     assert "## Targets" in (tmp_path / "results.md").read_text()
     point_in_time = results["versions"]
     assert set(point_in_time["corpus"]["modes"]) == {"current", "as_of 2025-07-01", "as_of 2026-11-01"}
