@@ -84,6 +84,11 @@ def _decode_tags(match: re.Match[str]) -> str:
     return f" {marked} " if marked else ""
 
 
+def has_invisible_characters(text: str) -> bool:
+    """Whether reveal_invisible_characters would change `text`."""
+    return not text.isascii() and (_INVISIBLE.search(text) is not None or _TAGS.search(text) is not None)
+
+
 def reveal_invisible_characters(text: str) -> str:
     """Drop invisible formatting characters; decode invisible tag-character text into a hidden marker."""
     if text.isascii():

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import PurePosixPath
 
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table, Unit
-from ingest.hidden import reveal_invisible_characters
+from ingest.hidden import has_invisible_characters, reveal_invisible_characters
 from ingest.parsers.budget import Deadline, check_package_size
 from ingest.parsers.sniff import check_content_matches
 from kb_core.settings import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_PARSE_SECONDS
@@ -82,6 +82,9 @@ def _without_nul(document: ParsedDocument) -> ParsedDocument:
         return reveal_invisible_characters(text.replace("\x00", "\ufffd"))
 
     header = document.header
+    everything = "\n".join(_texts(document))  # one look at all the text: most documents have nothing to clean
+    if "\x00" not in everything and not has_invisible_characters(everything):
+        return document
     document.header = replace(
         header,
         title=clean(header.title),
@@ -90,6 +93,18 @@ def _without_nul(document: ParsedDocument) -> ParsedDocument:
     )
     document.blocks = [_cleaned(b, clean) for b in document.blocks]
     return document
+
+
+def _texts(document: ParsedDocument) -> Iterator[str]:
+    header = document.header
+    yield from (header.title, header.owner, *header.regulatory_refs)
+    for block in document.blocks:
+        if isinstance(block, Table):
+            yield from (cell for row in block.rows for cell in row)
+        else:
+            yield block.text
+            if isinstance(block, Unit):
+                yield block.lead
 
 
 def _cleaned(block: Block, clean: Callable[[str], str]) -> Block:
