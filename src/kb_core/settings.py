@@ -151,7 +151,7 @@ class AwsSettings(BaseSettings):
         gt=0,
         le=3600,
         validation_alias="KB_MAX_PARSE_SECONDS",
-        description="A PDF or DOCX still parsing after this many seconds fails with the limit named.",
+        description="A file still parsing after this many seconds fails with the limit named.",
     )
     withdrawn_retention_days: int | None = Field(
         None,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import csv
 
+import psycopg
 import pytest
 from tests.conftest import REPO
 from tests.support.documents import markdown_document
 
-from ingest.document import HeaderError, Heading, Paragraph, Table, Unit
+from ingest.document import HeaderError, Heading, Paragraph, ParseError, Table, Unit
 from ingest.parsers import parse_document
 
 MANIFEST = {row["path"]: row for row in csv.DictReader((REPO / "corpus" / "MANIFEST.csv").open())}
@@ -121,3 +122,46 @@ def test_an_invalid_header_field_fails_with_an_error_naming_the_field(edit, fiel
 def test_a_missing_header_block_is_named_with_the_form_it_takes(name, content, expected):
     with pytest.raises(HeaderError, match=expected):
         parse_document(content, name, max_bytes=1_000_000)
+
+
+@pytest.mark.parametrize(
+    ("path", "where"),
+    [
+        (
+            "corpus/compliance/CMP-POL-001.md",
+            "Markdown took longer than the 1e-06 s limit (KB_MAX_PARSE_SECONDS), at block 1 of",
+        ),
+        (
+            "corpus/compliance/CMP-STD-009.html",
+            "HTML took longer than the 1e-06 s limit (KB_MAX_PARSE_SECONDS), at block 1 (<",
+        ),
+        (
+            "corpus/engineering/ENG-API-007.yaml",
+            "OpenAPI took longer than the 1e-06 s limit (KB_MAX_PARSE_SECONDS), at operation 1 of",
+        ),
+        (
+            "corpus/engineering/ENG-API-008.json",
+            "OpenAPI took longer than the 1e-06 s limit (KB_MAX_PARSE_SECONDS), at operation 1 of",
+        ),
+    ],
+)
+def test_a_text_format_still_parsing_past_the_time_budget_fails_on_one_line_naming_the_budget(path, where):
+    data = (REPO / path).read_bytes()
+    with pytest.raises(ParseError) as refused:
+        parse_document(data, path, max_bytes=10**7, max_parse_seconds=1e-6)
+    assert where in str(refused.value) and "\n" not in str(refused.value)
+    assert parse_document(data, path, max_bytes=10**7, max_parse_seconds=60).blocks
+
+
+def test_the_ingestor_reports_a_file_over_the_time_budget_as_failed_naming_the_budget_and_stores_nothing(
+    database, counting_embedder
+):
+    from ingest.pipeline import Ingestor
+
+    data = (REPO / "corpus/compliance/CMP-POL-001.md").read_bytes()
+    with Ingestor(database.ingest, counting_embedder, max_bytes=2_000_000, max_parse_seconds=1e-6) as strict:
+        failed = strict.ingest(data, name="slow.md", source_uri="file:///inbox/slow.md")
+    assert failed.outcome == "failed" and "KB_MAX_PARSE_SECONDS" in (failed.reason or "")
+    assert counting_embedder.calls == 0
+    with psycopg.connect(database.ingest) as conn:
+        assert conn.execute("SELECT count(*) FROM kb.documents").fetchone() == (0,)

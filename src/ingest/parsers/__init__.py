@@ -120,11 +120,11 @@ def _parse(kind: str, data: bytes, name: str, deadline: Deadline) -> ParsedDocum
     if kind == "markdown":
         from ingest.parsers.markdown import parse_markdown
 
-        return parse_markdown(data)
+        return parse_markdown(data, deadline)
     if kind == "html":
         from ingest.parsers.html import parse_html
 
-        return parse_html(data)
+        return parse_html(data, deadline)
     if kind == "docx":
         from ingest.parsers.docx import parse_docx
 
@@ -135,7 +135,7 @@ def _parse(kind: str, data: bytes, name: str, deadline: Deadline) -> ParsedDocum
         return parse_pdf(data, deadline)
     from ingest.parsers.openapi import parse_openapi
 
-    return parse_openapi(data, is_json=name.lower().endswith(".json"))
+    return parse_openapi(data, is_json=name.lower().endswith(".json"), deadline=deadline)
 
 
 __all__ = ["FORMATS", "HeaderError", "ParseError", "UnsupportedFormat", "detect_format", "parse_document"]

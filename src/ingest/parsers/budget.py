@@ -1,5 +1,6 @@
 """Per-file budgets: the decompressed size of a zip package (.docx), checked before a parser inflates any
-of it, and the parse time, checked by the PDF and DOCX parsers as they go.
+of it, and the parse time, checked by every format's parser as it goes (between PDF pages, DOCX paragraphs,
+Markdown and HTML blocks, OpenAPI operations).
 
 `KB_MAX_FILE_BYTES` sees only the compressed size, and XML compresses 100-fold or more: a 0.9 MB .docx
 expanding to 300 MB of XML held a worker at 4.9 GB for over a minute. The declared sizes are summed first
@@ -45,7 +46,7 @@ def check_package_size(data: bytes, budget: int, kind: str) -> None:
 
 
 class Deadline:
-    """A parse-time budget, checked between pages or paragraphs: one page or paragraph never takes long, and
+    """A parse-time budget, checked between pages, paragraphs, blocks or operations: none of them takes long, and
     a parser library's single call cannot be interrupted. Over it, the file fails with its reason instead of
     running into the worker's own timeout (then retried, and dead-lettered with no reason)."""
 

@@ -17,6 +17,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, Table, normalise_space
 from ingest.header import FIELDS, build_header, field_key, twice
 from ingest.hidden import hidden_by_attributes, hidden_by_style, mark_hidden
+from ingest.parsers.budget import Deadline
 from ingest.parsers.text import decode_text
 
 _SKIP_TAGS = {"script", "style", "noscript", "template", "nav", "header", "footer", "form", "button", "svg"}
@@ -34,7 +35,7 @@ _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _TEXT_BLOCKS = {"p", "pre", "blockquote", "figcaption", "address"}
 
 
-def parse_html(data: bytes) -> ParsedDocument:
+def parse_html(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
     tree = LexborHTMLParser(decode_text(data))
     controls = tree.css("dl.document-control")
     if len(controls) > 1:
@@ -61,6 +62,7 @@ def parse_html(data: bytes) -> ParsedDocument:
     header = build_header(raw)
     body = tree.body or tree.root
     blocks: list[Block] = []
+    deadline = deadline or Deadline(float("inf"))
     if body is not None:
         _mark_hidden_elements(body, _stylesheet_hidden(tree))
         _separate_blocks(body)
@@ -68,8 +70,8 @@ def parse_html(data: bytes) -> ParsedDocument:
         if main is not None:
             title = body.css_first("h1")  # themes often put the page's h1 above the main column
             if title is not None and not _inside(title, main):
-                _visit(title, blocks, main_found=True)
-        _walk(main or body, blocks, main_found=main is not None)
+                _visit(title, blocks, True, deadline)
+        _walk(main or body, blocks, main is not None, deadline)
     return ParsedDocument(header=header, blocks=blocks, source_format="html")
 
 
@@ -100,11 +102,11 @@ def _is_chrome(node: LexborNode, main_found: bool) -> bool:
     return False
 
 
-def _walk(node: LexborNode, blocks: list[Block], main_found: bool) -> None:
-    _walk_nodes(node.iter(include_text=True), blocks, main_found)
+def _walk(node: LexborNode, blocks: list[Block], main_found: bool, deadline: Deadline) -> None:
+    _walk_nodes(node.iter(include_text=True), blocks, main_found, deadline)
 
 
-def _walk_nodes(nodes: Iterable[LexborNode], blocks: list[Block], main_found: bool) -> None:
+def _walk_nodes(nodes: Iterable[LexborNode], blocks: list[Block], main_found: bool, deadline: Deadline) -> None:
     """Block elements in order; runs of text and inline elements between them become paragraphs."""
     run: list[str] = []
 
@@ -121,13 +123,15 @@ def _walk_nodes(nodes: Iterable[LexborNode], blocks: list[Block], main_found: bo
             continue
         elif child.tag in _BLOCK_TAGS or child.tag in ("table", "dl"):
             flush()
-            _visit(child, blocks, main_found)
+            _visit(child, blocks, main_found, deadline)
         else:
             run.append(child.text(deep=True, separator="") or "")
     flush()
 
 
-def _visit(child: LexborNode, blocks: list[Block], main_found: bool) -> None:
+def _visit(child: LexborNode, blocks: list[Block], main_found: bool, deadline: Deadline) -> None:
+    # One check per block element; the first follows the page's parsing and the hidden-text marking.
+    deadline.check("HTML", f"block {len(blocks) + 1} (<{child.tag}>)")
     tag = child.tag
     if tag == "dl" and "document-control" in (child.attributes.get("class") or ""):
         return
@@ -141,7 +145,7 @@ def _visit(child: LexborNode, blocks: list[Block], main_found: bool) -> None:
         )
         if text:
             blocks.append(Heading(_HEADINGS[tag], text))
-        _walk_nodes(children[first_block:], blocks, main_found)
+        _walk_nodes(children[first_block:], blocks, main_found, deadline)
     elif tag == "table":
         table = _table(child)
         if table is not None:
@@ -155,7 +159,7 @@ def _visit(child: LexborNode, blocks: list[Block], main_found: bool) -> None:
         if text:
             blocks.append(Paragraph(text))
     else:
-        _walk(child, blocks, main_found)
+        _walk(child, blocks, main_found, deadline)
 
 
 def _node_text(node: LexborNode) -> str:

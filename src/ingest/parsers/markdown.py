@@ -12,12 +12,15 @@ from markdown_it_pyrs import MarkdownIt, Node
 
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, Table
 from ingest.header import build_header
+from ingest.parsers.budget import Deadline
 from ingest.parsers.text import decode_text, load_yaml
 
 # Only the block rules: blocks are read from their source spans, so inline markup (emphasis, links, entities)
 # is never looked at, and parsing it was two fifths of markdown-it's time. Inline text stays one node per block.
-_BLOCK_RULES = ["blockquote", "code", "fence", "heading", "hr", "lheading", "list", "paragraph", "reference"]
-_MD = MarkdownIt("zero").enable_many([*_BLOCK_RULES, "html_block", "table"])
+_MD = MarkdownIt("zero").enable_many(
+    ["blockquote", "code", "fence", "heading", "hr", "lheading", "list", "paragraph", "reference", "html_block"]
+)
+_MD.enable("table")
 
 
 def split_front_matter(text: str) -> tuple[dict[str, object], str]:
@@ -39,13 +42,13 @@ def split_front_matter(text: str) -> tuple[dict[str, object], str]:
     return raw, text[body_start + 1 :] if body_start != -1 else ""
 
 
-def parse_markdown(data: bytes) -> ParsedDocument:
+def parse_markdown(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
     raw, body = split_front_matter(decode_text(data))
     header = build_header(raw)
     with _collector_paused():
         source = _Source(body)
         _refuse_second_header(source)
-        blocks = markdown_blocks(body, source)
+        blocks = markdown_blocks(body, source, deadline)
     return ParsedDocument(header=header, blocks=blocks, source_format="markdown")
 
 
@@ -118,10 +121,13 @@ def _refuse_second_header(source: _Source) -> None:
         previous = node
 
 
-def markdown_blocks(body: str, source: _Source | None = None) -> list[Block]:
+def markdown_blocks(body: str, source: _Source | None = None, deadline: Deadline | None = None) -> list[Block]:
     source = source or _Source(body)
     blocks: list[Block] = []
-    for node in source.tree.children:
+    nodes = source.tree.children
+    for index, node in enumerate(nodes):
+        if deadline is not None and not index % 256:  # the first check follows the tree's build
+            deadline.check("Markdown", f"block {index + 1} of {len(nodes)}")
         name = node.name
         if name in ("heading", "lheading"):
             blocks.append(Heading(int(node.meta["level"]), source.inline(node).strip()))

@@ -18,6 +18,7 @@ import yaml
 
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Unit
 from ingest.header import build_header
+from ingest.parsers.budget import Deadline
 from ingest.parsers.markdown import markdown_blocks
 from ingest.parsers.text import decode_text, load_json, load_yaml
 
@@ -26,7 +27,7 @@ MAX_DEPTH = 4
 MAX_EXAMPLE_CHARS = 600
 
 
-def parse_openapi(data: bytes, *, is_json: bool) -> ParsedDocument:
+def parse_openapi(data: bytes, *, is_json: bool, deadline: Deadline | None = None) -> ParsedDocument:
     text = decode_text(data)
     try:
         spec = load_json(text) if is_json else load_yaml(text)
@@ -88,6 +89,8 @@ def parse_openapi(data: bytes, *, is_json: bool) -> ParsedDocument:
     found += [callback for *_, operation in found for callback in _callbacks(operation, resolver)]
     order = {tag: i for i, tag in enumerate(dict.fromkeys(t for t, *_ in found))}
     for tag, method, path, operation in sorted(found, key=lambda op: order[op[0]]):  # by tag, in file order
+        if deadline is not None:  # the first check follows the file's loading
+            deadline.check("OpenAPI", f"operation {operations + 1} of {len(found)}")
         if swagger:
             operation = _from_swagger(operation, spec, resolver)
         if tag != current_tag:
