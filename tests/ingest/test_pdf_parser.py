@@ -303,3 +303,48 @@ def test_a_cell_merged_down_two_rows_of_a_ruled_table_keeps_all_its_words():
     assert [b.rows for b in parsed.blocks if isinstance(b, Table)] == [
         (("Desk", "Limit"), ("Treasury and FX", "250000"), ("", "90000"))
     ]
+
+
+def sized_pdf(body: list[tuple[str, float, str]]) -> bytes:
+    """One page: the title and header block, then `body`'s (text, size, font) lines, each below the last."""
+    document = pymupdf.open()
+    page = document.new_page()
+    lines = [(FIELDS["Title"], 20, "helv"), ("Document control", 11, "helv")]
+    lines += [(f"{label}: {value}", 11, "helv") for label, value in FIELDS.items()]
+    y = 60.0
+    for text, size, font in [*lines, *body]:
+        page.insert_text((72, y), text, fontsize=size, fontname=font)
+        y += size * 1.6
+    return document.tobytes()
+
+
+SENTENCES = [
+    "Each payment batch is reconciled against the bank statement before noon.",
+    "A break above the threshold goes to the Treasury Operations Lead the same day.",
+]
+
+
+def test_headings_set_in_larger_regular_type_without_numbers_are_found_and_levelled_by_size():
+    body = [("Reconciliation", 16, "helv"), (SENTENCES[0], 11, "helv"), ("Breaks out of hours", 13.5, "helv")]
+    body += [(SENTENCES[1], 11, "helv"), ("Escalation", 16, "helv"), (SENTENCES[0], 11, "helv")]
+    parsed = parse_document(sized_pdf(body), "regular.pdf", max_bytes=5_000_000)
+    headings = [(b.level, b.text) for b in parsed.blocks if isinstance(b, Heading)]
+    assert headings == [(1, FIELDS["Title"]), (2, "Reconciliation"), (3, "Breaks out of hours"), (2, "Escalation")]
+    assert [b.text for b in parsed.blocks if isinstance(b, Paragraph)] == [SENTENCES[0], SENTENCES[1], SENTENCES[0]]
+
+
+def test_slightly_larger_or_sentence_like_regular_lines_stay_body_text():
+    body = [("Reconciliation", 16, "helv"), (SENTENCES[0], 11, "helv")]
+    body += [("Breaks out of hours", 12, "helv"), (SENTENCES[1], 11, "helv")]  # a point larger: emphasis
+    body += [("Every break is logged.", 15, "helv"), (SENTENCES[0], 11, "helv")]  # a sentence in large type
+    parsed = parse_document(sized_pdf(body), "emphasis.pdf", max_bytes=5_000_000)
+    assert [b.text for b in parsed.blocks if isinstance(b, Heading)] == [FIELDS["Title"], "Reconciliation"]
+    text = " ".join(b.text for b in parsed.blocks if isinstance(b, Paragraph))
+    assert "Breaks out of hours" in text and "Every break is logged." in text
+
+
+def test_a_short_document_set_larger_than_its_header_block_keeps_its_text_as_body_text():
+    body = [("Reconciliation", 16, "hebo"), ("Cut-off time noon", 13.5, "helv"), ("Owner desk Treasury", 13.5, "helv")]
+    parsed = parse_document(sized_pdf(body), "short.pdf", max_bytes=5_000_000)
+    assert [b.text for b in parsed.blocks if isinstance(b, Heading)] == [FIELDS["Title"], "Reconciliation"]
+    assert [b.text for b in parsed.blocks if isinstance(b, Paragraph)] == ["Cut-off time noon Owner desk Treasury"]

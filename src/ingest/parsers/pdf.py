@@ -1,7 +1,9 @@
 """PDF (pymupdf): text lines with their fonts, tables from `find_tables()`, headings from the fonts.
 
-- Headings are lines set bold in a font larger than the body text (tables' text counted in the body);
-  their levels follow the sizes; a heading set on two lines is one.
+- Headings are lines set bold in a font larger than the body text (tables' text counted in the body), or
+  set in a regular font at least a fifth larger than the body's when they read as headings (short, with a
+  letter, not ending a sentence), as word processors' heading styles and titles often are; their levels
+  follow the sizes; a heading set on two lines is one.
 - Tables are found only on pages whose rules cross like a table's, and read from the page's words, each
   in the cell holding its centre, because `Table.extract()` can drop the spaces between words; a table
   continued on the next page under a repeated header is joined.
@@ -34,6 +36,8 @@ _BULLET = re.compile(r"^([•▪◦‣∙·●\-–]|\d+[.)])\s+")
 _LABEL = re.compile(r"^([A-Za-z][A-Za-z ]{1,30}):\s*(.*)$")
 _NUMBER = re.compile(r"[0-9]+")
 _MARGIN = 54.0  # points at the top and bottom of a page where running headers and footers live
+_LARGER = 1.2  # a regular-weight line this many times the body's size can be a heading (1.1 is mere emphasis)
+_HEADING_WORDS = 12
 
 
 @dataclass
@@ -88,9 +92,10 @@ def parse_pdf(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
         raise ParseError("the PDF has no text layer (a scanned image?): run it through OCR first")
     body = _body_size(lines, in_tables)
     lines = _drop_running_lines(lines, body)
-    raw, lines, tables = _header_block(lines, tables, body)
+    is_heading = _heading_test(lines, body)
+    raw, lines, tables = _header_block(lines, tables, is_heading)
     header = build_header(raw)
-    return ParsedDocument(header=header, blocks=_blocks(lines, tables, body), source_format="pdf")
+    return ParsedDocument(header=header, blocks=_blocks(lines, tables, is_heading), source_format="pdf")
 
 
 def _read(document: pymupdf.Document, deadline: Deadline) -> tuple[list[_Line], list[_TableAt], Counter[float]]:
@@ -360,14 +365,14 @@ def _repeats_by_page(group: list[_Line], heading_size: float) -> bool:
 
 
 def _header_block(
-    lines: list[_Line], tables: list[_TableAt], body: float
+    lines: list[_Line], tables: list[_TableAt], is_heading: Callable[[_Line], bool]
 ) -> tuple[dict[str, object], list[_Line], list[_TableAt]]:
     """The header fields, and the lines and tables without them. The header block is the 'Document control'
     line and the 'Label: value' lines after it or, as in a DOCX, a two-column table of labels and values
     before the first numbered heading."""
     start = next((i for i, ln in enumerate(lines) if ln.text.strip().lower() == "document control"), None)
     if start is None:
-        numbered = (ln for ln in lines if ln.bold and ln.size > body + 0.5 and ln.text[:1].isdigit())
+        numbered = (ln for ln in lines if is_heading(ln) and ln.text[:1].isdigit())
         first_heading = next(((ln.page, ln.top) for ln in numbered), (1, 0.0))  # else: the first page
         for table in tables:
             if (table.page, table.top) > first_heading:
@@ -384,7 +389,7 @@ def _header_block(
     end = start + 1
     for i in range(start + 1, len(lines)):
         line = lines[i]
-        if line.bold and line.size > body + 0.5:
+        if is_heading(line):
             break
         match = _LABEL.match(line.text)
         if match and field_key(match.group(1)) in FIELDS:
@@ -407,8 +412,41 @@ def _body_size(lines: list[_Line], in_tables: Counter[float]) -> float:
     return sizes.most_common(1)[0][0]
 
 
-def _blocks(lines: list[_Line], tables: list[_TableAt], body: float) -> list[Block]:
-    heading_sizes = sorted({ln.size for ln in lines if ln.bold and ln.size > body + 0.5}, reverse=True)
+def _heading_test(lines: list[_Line], body: float) -> Callable[[_Line], bool]:
+    """Whether a line is a heading: set bold in a font larger than the body's, or in a regular font at least
+    `_LARGER` times the body's when it reads as a heading (a short line with a letter, not ending a sentence).
+    A regular-weight size counts only while its text stays a small part of the body's (a lead paragraph set
+    large is not a run of headings) and some line of it is followed by smaller text, as a heading is by what
+    it heads (a short document's text set larger than its header block is not all headings)."""
+    large: Counter[float] = Counter()
+    leads: set[float] = set()
+    for line, after in zip(lines, [*lines[1:], None], strict=True):  # in reading order
+        if not line.bold and line.size >= body * _LARGER:
+            large[line.size] += len(line.text)
+            if after is not None and after.size < line.size - 0.5:
+                leads.add(line.size)
+    in_body = sum(len(line.text) for line in lines if line.size == body)
+    sizes = {size for size, characters in large.items() if size in leads and characters <= max(in_body, 1) / 4}
+
+    def is_heading(line: _Line) -> bool:
+        if line.size <= body + 0.5:
+            return False
+        return line.bold or (line.size in sizes and _reads_as_heading(line.text))
+
+    return is_heading
+
+
+def _reads_as_heading(text: str) -> bool:
+    text = text.strip()
+    return (
+        0 < len(text.split()) <= _HEADING_WORDS
+        and any(c.isalpha() for c in text)
+        and not text.endswith((".", ",", ";", ":", "!", "?"))
+    )
+
+
+def _blocks(lines: list[_Line], tables: list[_TableAt], is_heading: Callable[[_Line], bool]) -> list[Block]:
+    heading_sizes = sorted({ln.size for ln in lines if is_heading(ln)}, reverse=True)
     level_of = {size: i + 1 for i, size in enumerate(heading_sizes)}
     items: list[tuple[tuple[int, int, int, float], object]] = [(ln.order, ln) for ln in lines]
     items += [(t.order, t) for t in tables]
@@ -434,7 +472,7 @@ def _blocks(lines: list[_Line], tables: list[_TableAt], body: float) -> list[Blo
                 blocks.append(Table(tuple(item.rows)))
             continue
         assert isinstance(item, _Line)
-        if item.bold and item.size in level_of:
+        if is_heading(item):
             flush()
             previous = blocks[-1] if blocks else None
             if isinstance(previous, Heading) and last is not None and _continues_heading(last, item):
