@@ -126,6 +126,7 @@ class Ingestor:
         max_bytes: int,
         max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
         max_parse_seconds: float = DEFAULT_MAX_PARSE_SECONDS,
+        max_parse_memory_bytes: int | None = None,
         contextual_prefix: bool = True,
         withdrawn_retention_days: int | None = None,
     ) -> None:
@@ -137,6 +138,7 @@ class Ingestor:
         self.max_bytes = max_bytes
         self.max_decompressed_bytes = max_decompressed_bytes
         self.max_parse_seconds = max_parse_seconds
+        self.max_parse_memory_bytes = max_parse_memory_bytes  # None: parse in this process, uncapped
         with self.conn.transaction():
             check_embedding_space(self.conn, embedder.space)
 
@@ -194,6 +196,7 @@ class Ingestor:
                 max_bytes=self.max_bytes,
                 max_decompressed_bytes=self.max_decompressed_bytes,
                 max_parse_seconds=self.max_parse_seconds,
+                max_parse_memory_bytes=self.max_parse_memory_bytes,
             )
         except ParseError as exc:
             return _Parsed(source_uri, sha256, started, failure=_reason(exc))

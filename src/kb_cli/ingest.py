@@ -34,6 +34,7 @@ def ingest(
             max_bytes=settings.aws.max_file_bytes,
             max_decompressed_bytes=settings.aws.max_decompressed_bytes,
             max_parse_seconds=settings.aws.max_parse_seconds,
+            max_parse_memory_bytes=settings.aws.max_parse_memory_bytes or None,
             withdrawn_retention_days=settings.aws.withdrawn_retention_days,
         ) as ingestor,
         progress_bar(console, len(files)) as advance,

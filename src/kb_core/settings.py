@@ -32,6 +32,10 @@ DEFAULT_MAX_DECOMPRESSED_BYTES = 32 * 1024 * 1024
 # Checked by the PDF and DOCX parsers between pages and paragraphs; the 2,000-page PDF and 20k-paragraph DOCX
 # targets (60 s, 10 s) fit. The Lambda worker sets less (infra/template.yaml), under its own timeout.
 DEFAULT_MAX_PARSE_SECONDS = 120.0
+# A parse runs in a child process that may take this much memory beyond the worker's (ingest.parsers.child).
+# The Lambda worker's 1,024 MB (infra/) = the worker idle (~225 MB RSS) + a parse (512 MiB) + the parsed
+# document and its chunks held afterwards. 24 MB of Markdown needs ~1.8 GB to parse: refused, not OOM-killed.
+DEFAULT_MAX_PARSE_MEMORY_BYTES = 512 * 1024 * 1024
 
 
 def default_state_dir() -> Path:
@@ -152,6 +156,12 @@ class AwsSettings(BaseSettings):
         le=3600,
         validation_alias="KB_MAX_PARSE_SECONDS",
         description="A file still parsing after this many seconds fails with the limit named.",
+    )
+    max_parse_memory_bytes: int = Field(
+        DEFAULT_MAX_PARSE_MEMORY_BYTES,
+        ge=0,
+        validation_alias="KB_MAX_PARSE_MEMORY_BYTES",
+        description="A parse runs in a child process capped at this much more memory; 0 parses in-process.",
     )
     withdrawn_retention_days: int | None = Field(
         None,

@@ -8,7 +8,7 @@ from pathlib import PurePosixPath
 
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table, Unit
 from ingest.hidden import has_invisible_characters, reveal_invisible_characters
-from ingest.parsers.budget import Deadline, check_package_size
+from ingest.parsers.budget import Deadline, OutOfMemory, check_package_size
 from ingest.parsers.sniff import check_content_matches
 from kb_core.settings import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_PARSE_SECONDS
 
@@ -44,7 +44,10 @@ def parse_document(
     max_bytes: int,
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
     max_parse_seconds: float = DEFAULT_MAX_PARSE_SECONDS,
+    max_parse_memory_bytes: int | None = None,
 ) -> ParsedDocument:
+    """`max_parse_memory_bytes`: parse in a child process that may take this much more memory (the file
+    fails naming KB_MAX_PARSE_MEMORY_BYTES past it); None parses in this process."""
     deadline = Deadline(max_parse_seconds)
     kind = detect_format(name)
     if len(data) > max_bytes:
@@ -54,10 +57,23 @@ def parse_document(
     check_content_matches(kind, data, name)
     if kind == "docx":
         check_package_size(data, max_decompressed_bytes, "DOCX")
+    if max_parse_memory_bytes:
+        from ingest.parsers.child import parse_in_child
+
+        return parse_in_child(
+            data,
+            name,
+            max_memory_bytes=max_parse_memory_bytes,
+            max_parse_seconds=max_parse_seconds,
+            max_bytes=max_bytes,
+            max_decompressed_bytes=max_decompressed_bytes,
+        )
     try:
         document = _parse(kind, data, name, deadline)
     except ParseError:
         raise
+    except MemoryError:
+        raise OutOfMemory(f"the {kind} file needs more memory to parse than this process has") from None
     except RecursionError:
         raise ParseError(f"the {kind} file is nested too deeply to read") from None
     except Exception as exc:  # a parser library choking on damaged input: the file fails, not the run

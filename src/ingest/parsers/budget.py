@@ -45,6 +45,10 @@ def check_package_size(data: bytes, budget: int, kind: str) -> None:
             raise ParseError(f"the {kind} package is damaged or incomplete ({exc.__class__.__name__}: {exc})") from None
 
 
+class OutOfMemory(ParseError):
+    """A parse ran out of memory: in a child process, its budget (ingest.parsers.child) was reached."""
+
+
 class Deadline:
     """A parse-time budget, checked between pages, paragraphs, blocks or operations: none of them takes long, and
     a parser library's single call cannot be interrupted. Over it, the file fails with its reason instead of

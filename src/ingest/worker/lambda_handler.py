@@ -49,6 +49,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             max_bytes=settings.aws.max_file_bytes,
             max_decompressed_bytes=settings.aws.max_decompressed_bytes,
             max_parse_seconds=settings.aws.max_parse_seconds,
+            max_parse_memory_bytes=settings.aws.max_parse_memory_bytes or None,
             withdrawn_retention_days=settings.aws.withdrawn_retention_days,
         )
         processor = RecordProcessor(ingestor, client("s3", settings.aws), max_bytes=settings.aws.max_file_bytes)

@@ -1,0 +1,66 @@
+"""The per-file memory budget: a parse runs in a real forked child capped at KB_MAX_PARSE_MEMORY_BYTES more
+memory than this process; past it the file fails with the budget named, and this process goes on."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+from tests.conftest import REPO
+from tests.support.documents import markdown_document
+
+from ingest.document import HeaderError, ParseError
+from ingest.parsers import child, parse_document
+
+MiB = 1024 * 1024
+
+
+def big_markdown() -> bytes:
+    section = "## {n}. Control {n}\n\nThe analyst records case {n}.\n\n- Check entry {n}\n- Confirm it\n\n"
+    return (markdown_document() + "".join(section.format(n=n) for n in range(1_500))).encode()
+
+
+def big_openapi() -> bytes:
+    spec = json.loads((REPO / "corpus/engineering/ENG-API-008.json").read_text())
+    spec["x-padding"] = [{"field": f"value {n}", "more": [n, n + 1]} for n in range(20_000)]
+    return json.dumps(spec).encode()
+
+
+@pytest.mark.parametrize(("make", "name"), [(big_markdown, "big.md"), (big_openapi, "big.json")])
+def test_a_parse_over_the_memory_budget_fails_naming_the_budget_and_this_process_goes_on(make, name):
+    data = make()
+    with pytest.raises(ParseError) as refused:
+        parse_document(data, name, max_bytes=10**8, max_parse_memory_bytes=4 * MiB)
+    # Reported by the child (MemoryError), by its death (markdown-it aborts when an allocation fails), or
+    # by this process watching the child's memory: each names the budget and its setting.
+    message = str(refused.value)
+    assert "the 4 MiB parse memory limit (KB_MAX_PARSE_MEMORY_BYTES)" in message and "\n" not in message
+    # Within a budget the child's document is the one this process would parse.
+    in_child = parse_document(data, name, max_bytes=10**8, max_parse_memory_bytes=256 * MiB)
+    assert in_child == parse_document(data, name, max_bytes=10**8)
+
+
+def test_a_file_refused_for_its_content_in_the_child_gets_the_error_it_gets_in_process():
+    data = markdown_document().replace("department: compliance\n", "").encode()
+    with pytest.raises(HeaderError, match="Department"):
+        parse_document(data, "x.md", max_bytes=10**6, max_parse_memory_bytes=256 * MiB)
+
+
+def test_a_child_still_parsing_past_the_time_budget_is_stopped_with_the_time_budget_named(monkeypatch):
+    monkeypatch.setattr(child, "_HARD_STOP_GRACE_S", 0.0)  # no grace: the child cannot answer within 1 µs
+    with pytest.raises(ParseError, match=r"1e-06 s limit \(KB_MAX_PARSE_SECONDS\) and was stopped"):
+        parse_document(
+            big_markdown(), "x.md", max_bytes=10**8, max_parse_seconds=1e-6, max_parse_memory_bytes=256 * MiB
+        )
+
+
+def test_the_ingestor_reports_a_file_over_the_memory_budget_as_failed_and_stores_nothing(database, counting_embedder):
+    from ingest.pipeline import Ingestor
+
+    with Ingestor(database.ingest, counting_embedder, max_bytes=10**8, max_parse_memory_bytes=4 * MiB) as ingestor:
+        failed = ingestor.ingest(big_openapi(), name="big.json", source_uri="file:///inbox/big.json")
+    assert failed.outcome == "failed" and "KB_MAX_PARSE_MEMORY_BYTES" in (failed.reason or "")
+    assert counting_embedder.calls == 0
+    with psycopg.connect(database.ingest) as conn:
+        assert conn.execute("SELECT count(*) FROM kb.documents").fetchone() == (0,)
