@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench import parse_text, realism, storage
+from bench import parse_text, realism, sizing, storage
 
 
 def _ms(stats: dict[str, float]) -> str:
@@ -120,6 +120,7 @@ def render(r: dict[str, Any]) -> str:
         lines += _scale_section(s)
     lines += realism.render(r.get("realism"))
     lines += storage.render(r.get("storage"))
+    lines += sizing.render(r)
     lines += _targets(r)
     lines += [
         "## How the synthetic chunks are made",

@@ -69,14 +69,15 @@ DEFAULT_FUSION = Fusion()
 DEFAULT_BM25 = Bm25()
 
 # Each leg is a subquery ordered by its own index (HNSW distance, or a rank over GIN matches) and
-# limited to the candidates; row_number() then gives the leg's rank.
+# limited to the candidates; row_number() then gives the leg's rank. The vector leg orders by embedding_key,
+# the half-precision copy of the vector the HNSW index is built on (sql/011), so the planner uses the index.
 _VECTOR_LEG = """
 vector_hits AS (
     SELECT chunk_id, classification, row_number() OVER (ORDER BY distance) AS rank, 1.0 - distance AS score
-    FROM (SELECT chunk_id, classification, embedding <=> %(vector)s AS distance
+    FROM (SELECT chunk_id, classification, embedding_key <=> %(vector)s::halfvec AS distance
           FROM kb.searchable_chunks
           WHERE {current} AND (%(departments)s::text[] IS NULL OR department = ANY(%(departments)s))
-          ORDER BY embedding <=> %(vector)s
+          ORDER BY embedding_key <=> %(vector)s::halfvec
           LIMIT %(candidates)s) nearest
 )"""
 _NO_VECTOR_LEG = """
@@ -139,14 +140,14 @@ _IN_FORCE = "\nin_force AS (" + in_force_on() + "\n)"
 _VECTOR_LEG_AS_OF = """
 vector_hits AS (
     SELECT chunk_id, classification, row_number() OVER (ORDER BY distance) AS rank, 1.0 - distance AS score
-    FROM (SELECT * FROM (SELECT chunk_id, classification, embedding <=> %(vector)s AS distance
+    FROM (SELECT * FROM (SELECT chunk_id, classification, embedding_key <=> %(vector)s::halfvec AS distance
                          FROM kb.searchable_chunks
                          WHERE {current}
                            AND (%(departments)s::text[] IS NULL OR department = ANY(%(departments)s))
-                         ORDER BY embedding <=> %(vector)s
+                         ORDER BY embedding_key <=> %(vector)s::halfvec
                          LIMIT %(candidates)s) current_versions
           UNION ALL
-          SELECT c.chunk_id, c.classification, c.embedding <=> %(vector)s FROM kb.searchable_chunks c
+          SELECT c.chunk_id, c.classification, c.embedding_key <=> %(vector)s::halfvec FROM kb.searchable_chunks c
           WHERE {earlier} AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
           ORDER BY distance LIMIT %(candidates)s) nearest
 )"""

@@ -99,9 +99,11 @@ async def test_each_role_sees_exactly_the_rows_at_or_below_its_ceiling_with_plai
 @pytest.mark.parametrize("role", list(Role))
 async def test_the_hnsw_path_returns_only_rows_within_the_ceiling(seeded, role):
     query = _unit(np.random.default_rng(1))
-    # The search indexes cover effective chunks only (sql/003), as search asks for them.
+    # The search indexes cover effective chunks only (sql/003), as search asks for them, and index the vectors'
+    # half-precision key (sql/011), which search orders by.
     statement = (
-        "SELECT classification::text FROM kb.searchable_chunks WHERE is_effective ORDER BY embedding <=> %s LIMIT 200"
+        "SELECT classification::text FROM kb.searchable_chunks WHERE is_effective "
+        "ORDER BY embedding_key <=> %s::halfvec LIMIT 200"
     )
     rows = await _as(seeded, role, statement, query, index_only=True)
     assert {r[0] for r in rows} == visible(role)
