@@ -186,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     bm25 = Bm25(**(results.get("bm25_best") or asdict(DEFAULT_BM25)))
     grid = results.setdefault("fusion", {})
+    measured = {json.dumps(asdict(fusion)) for fusion in fusion_grid()}
+    for stale in set(grid) - measured:  # a variant no longer in the grid (or written before a field was added)
+        del grid[stale]
     golden_vectors = {q.id: model.embed_query(q.question) for q in dev}
     npl = None
     if "npl" in parts:

@@ -60,7 +60,7 @@ async def run_search(
     if result.warning:
         console.print(f"[yellow]warning:[/] {result.warning}", highlight=False)
     if explain:
-        table = Table("#", "citation", "vector rank", "text rank", "RRF score", "section", show_lines=False)
+        table = Table("#", "citation", "vector rank", "text rank", "score", "section", show_lines=False)
         for n, hit in enumerate(hits[: len(result.documents)], start=1):
             table.add_row(
                 str(n),
@@ -72,7 +72,8 @@ async def run_search(
             )
         console.print(table)
         console.print(
-            "RRF score = Σ 1 / (60 + rank) over the legs that found the chunk (– : not in that leg's top 50)",
+            "score = 0.6 × vector similarity + 0.4 × BM25, each rescaled to 0-1 over its leg's top 50 (– : not in "
+            "that leg's top 50), + 0.05 for a leg's first, + 2 per identifier grade",
             highlight=False,
         )
         return

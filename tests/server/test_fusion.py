@@ -11,7 +11,7 @@ from tests.support.documents import markdown_document
 
 from kb_core.db.targets import DatabaseTargets
 from kb_core.roles import Role
-from kb_server.search import Fusion, Hit, hybrid_search
+from kb_server.search import DEFAULT_FUSION, Fusion, Hit, hybrid_search
 
 pytestmark = pytest.mark.anyio
 
@@ -24,6 +24,7 @@ SECTIONS = {
     "6. Training": "New analysts shadow a senior analyst for their first month of break handling.",
 }
 CONVEX = Fusion(vector_weight=0.6, text_weight=0.4, identifier_bonus=2.0, method="convex")
+SERVED = DEFAULT_FUSION
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def procedure(ingestor, database: DatabaseTargets) -> DatabaseTargets:
     return database
 
 
-async def search(database: DatabaseTargets, embedder, text: str, fusion: Fusion) -> list[Hit]:
+async def search(database: DatabaseTargets, embedder, text: str, fusion: Fusion = SERVED) -> list[Hit]:
     async with await psycopg.AsyncConnection.connect(database.reader(Role.DEMO_READONLY), autocommit=True) as conn:
         await register_vector_async(conn)
         return await hybrid_search(
@@ -70,13 +71,26 @@ async def test_the_convex_fusion_scores_a_chunk_by_its_legs_normalised_scores_ti
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
+async def test_the_served_fusion_is_the_convex_one_with_a_bonus_for_each_legs_first(procedure, local_embedder):
+    assert SERVED.method == "convex"  # chosen in evals/report.md; this test checks what the server then computes
+    hits = await search(procedure, local_embedder, "who takes a large treasury difference")
+    vector, text = normalised(hits, "vector"), normalised(hits, "text")
+    expected = [
+        SERVED.vector_weight * vector.get(h.section_path, 0.0)
+        + SERVED.text_weight * text.get(h.section_path, 0.0)
+        + SERVED.first_bonus * ((h.vector_rank == 1) + (h.text_rank == 1))
+        for h in hits
+    ]
+    assert SERVED.first_bonus > 0 and [h.score for h in hits] == pytest.approx(expected, abs=1e-6)
+
+
 async def test_the_rrf_fusion_scores_a_chunk_by_its_ranks_alone(procedure, local_embedder):
     hits = await search(procedure, local_embedder, "who takes a large treasury difference", Fusion())
     expected = [sum(1 / (60 + rank) for rank in (h.vector_rank, h.text_rank) if rank is not None) for h in hits]
     assert [h.score for h in hits] == pytest.approx(expected, abs=1e-9)
 
 
-@pytest.mark.parametrize("fusion", [Fusion(), CONVEX], ids=["rrf", "convex"])
+@pytest.mark.parametrize("fusion", [Fusion(), CONVEX, SERVED], ids=["rrf", "convex", "served"])
 async def test_a_chunk_holding_a_named_error_code_comes_first_under_either_fusion(procedure, local_embedder, fusion):
     hits = await search(procedure, local_embedder, "the overnight ledger job failed with RCN-E404, what now", fusion)
     assert hits[0].section_path.endswith("4. Error Codes")
