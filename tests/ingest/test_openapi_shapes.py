@@ -181,3 +181,51 @@ def test_an_operation_too_big_for_one_chunk_has_its_method_path_and_operation_id
     assert all("fileClaim" in "\n".join(c.content.split("\n")[:2]) for c in chunks)
     listed = [line.split(" (")[0].strip("- ") for c in chunks for line in c.content.splitlines() if "field_" in line]
     assert listed == [f"field_{n}" for n in range(700)]
+
+
+def test_response_headers_are_indexed_with_their_type_and_description_in_openapi_3_and_swagger_2():
+    header = {"description": "A link to the next page of responses", "schema": {"type": "string"}}
+    openapi = {
+        "openapi": "3.0.3",
+        "info": INFO,
+        "paths": {"/pets": {"get": {"responses": {"200": {"description": "Pets", "headers": {"x-next": header}}}}}},
+    }
+    swagger = {
+        "swagger": "2.0",
+        "info": INFO,
+        "paths": {
+            "/pets": {
+                "get": {
+                    "responses": {
+                        "429": {
+                            "description": "Slow down",
+                            "headers": {"Retry-After": {"type": "integer", "description": "Seconds to wait"}},
+                        }
+                    }
+                }
+            }
+        },
+    }
+    assert "header x-next (string): A link to the next page of responses" in operations(parse(openapi))["GET /pets"]
+    assert "header Retry-After (integer): Seconds to wait" in operations(parse(swagger))["GET /pets"]
+
+
+def test_the_description_of_a_request_or_response_body_schema_is_indexed():
+    schema = {"description": "subscription information", "properties": {"id": {"type": "string"}}}
+    body = {"content": {"application/json": {"schema": {"description": "subscription request", "type": "object"}}}}
+    spec = {
+        "openapi": "3.0.3",
+        "info": INFO,
+        "paths": {
+            "/streams": {
+                "post": {
+                    "requestBody": body,
+                    "responses": {
+                        "201": {"description": "Created", "content": {"application/json": {"schema": schema}}}
+                    },
+                }
+            }
+        },
+    }
+    text = operations(parse(spec))["POST /streams"]
+    assert "subscription request" in text and "application/json: object — subscription information" in text

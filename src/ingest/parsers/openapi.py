@@ -182,7 +182,11 @@ def _from_swagger(op: dict[str, Any], spec: dict[str, Any], resolver: _Resolver)
             if isinstance(examples, dict) and examples:
                 described["example"] = next(iter(examples.values()))
             content[produces[0]] = described
-        responses[status] = {"description": response.get("description", ""), "content": content}
+        responses[status] = {
+            "description": response.get("description", ""),
+            "content": content,
+            "headers": response.get("headers") or {},  # Swagger 2.0 gives a header's type beside its description
+        }
     return {**op, "parameters": parameters, "requestBody": body, "responses": responses}
 
 
@@ -217,7 +221,10 @@ def _render_operation(method: str, path: str, op: dict[str, Any], resolver: _Res
                 "",
                 f"Request body ({media}{required}):" + (f" {body['description']}" if body.get("description") else ""),
             ]
-            lines += _schema_lines(resolver.resolve(content.get("schema") or {}), resolver, 1, set(), expanded)
+            schema = resolver.resolve(content.get("schema") or {})
+            if schema.get("description"):
+                lines.append(f"  {_type_of(schema) or 'object'}{_described(schema)}")
+            lines += _schema_lines(schema, resolver, 1, set(), expanded)
             for example in _examples(content, resolver):
                 lines.append(f"  example: {example}")
     responses = op.get("responses") or {}
@@ -226,14 +233,25 @@ def _render_operation(method: str, path: str, op: dict[str, Any], resolver: _Res
         for status, response in responses.items():
             response = resolver.resolve(response)
             lines.append(f"- {status}: {response.get('description', '')}".rstrip(": "))
+            for name, header in (response.get("headers") or {}).items():  # a reader of the spec sees these too
+                header = resolver.resolve(header) if isinstance(header, dict) else {}
+                schema = resolver.resolve(header.get("schema") or header)
+                described = f"  header {name} ({_type_of(schema)}): {header.get('description', '')}"
+                lines.append(described.rstrip(": ").replace(" ()", ""))
             for media, content in (response.get("content") or {}).items():
                 schema = resolver.resolve(content.get("schema") or {})
                 if schema:
-                    lines.append(f"  {media}: {_type_of(schema)}")
+                    lines.append(f"  {media}: {_type_of(schema)}{_described(schema)}")
                     lines += _schema_lines(schema, resolver, 2, set(), expanded)
                 for example in _examples(content, resolver):
                     lines.append(f"  example: {example}")
     return "\n".join(lines).strip()
+
+
+def _described(schema: dict[str, Any]) -> str:
+    """' — ' and a schema's own description (a reader of the spec sees it above its properties), or ''."""
+    description = " ".join(str(schema.get("description") or "").split())
+    return f" — {description}" if description else ""
 
 
 def _lead(method: str, path: str, op: dict[str, Any]) -> str:
