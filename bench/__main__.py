@@ -10,6 +10,7 @@ ratios, written to bench/results.md and bench/results.json. `--quick` runs every
     python -m bench --parts versions --scales 100000   # only the point-in-time part, into the existing results
     python -m bench --parts parse            # only parse throughput (PDF pages/s, DOCX paragraphs/s), likewise
     python -m bench --parts parse_text       # only parse throughput (Markdown, HTML, OpenAPI), into the results
+    python -m bench --parts ingest           # only the corpus ingest against its embedding calls, likewise
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import psycopg
 from evals.golden import load_golden
 from evals.run import fresh_database
 
-from bench import audit, corpus, machine, parse, parse_text, realism, report, scale, storage, versions
+from bench import audit, corpus, ingest_bench, machine, parse, parse_text, realism, report, scale, storage, versions
 from bench.synthetic import SyntheticCorpus, load, query_vectors
 from kb_core.db.embedded import EmbeddedPostgres
 from kb_core.db.embedding_space import EmbeddingSpace
@@ -59,12 +60,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state", type=Path, default=REPO / ".kb-bench", help="the benchmark database's folder")
     parser.add_argument(
         "--parts",
-        choices=("all", "versions", "parse", "parse_text", "scale", "storage"),
+        choices=("all", "versions", "parse", "parse_text", "scale", "storage", "ingest"),
         default="all",
         help="versions: only the point-in-time (as_of) part; parse: only PDF and DOCX parse throughput; "
         "parse_text: only Markdown, HTML and OpenAPI parse throughput; scale: only the synthetic runs at --scales x "
         "--dims (and the real-vector comparison); storage: vector vs halfvec and HNSW settings at --scales x "
-        "--dims; each merged into the existing results",
+        "--dims; ingest: only the corpus ingest against its embedding calls; each merged into the existing results",
     )
     args = parser.parse_args(argv)
     if args.parts == "versions":
@@ -77,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         return scale_only(args)
     if args.parts == "storage":
         return storage_only(args)
+    if args.parts == "ingest":
+        return ingest_only(args)
     started = time.perf_counter()
     state = Path(tempfile.mkdtemp(prefix="kosha-kb-bench-")) if args.quick else args.state
     state.mkdir(exist_ok=True)
@@ -91,7 +94,9 @@ def main(argv: list[str] | None = None) -> int:
 
     print("corpus size: cold ingest, queries, memory ...", flush=True)
     targets = fresh_database(superuser, "bench_corpus", model.space)
-    results["ingest"] = corpus.ingest_benchmark(targets, limit=6 if args.quick else 10_000)
+    results["ingest"] = ingest_bench.run(
+        superuser, targets, model.space, limit=6 if args.quick else 10_000, rounds=1 if args.quick else 3
+    )
     with psycopg.connect(targets.owner, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE")
     results["corpus_queries"] = corpus.query_benchmarks(targets, model, rounds=10 if args.quick else 130)
@@ -283,6 +288,33 @@ def parse_text_only(args: argparse.Namespace) -> int:
     markdown = args.out / "results.md"  # only this section is replaced: notes added to the file stay
     markdown.write_text(parse.splice(markdown.read_text(), parse_text.render(measured)))
     print(f"wrote {args.out / 'results.md'} in {measured['seconds']:.0f} s")
+    return 0
+
+
+def ingest_only(args: argparse.Namespace) -> int:
+    """The ingest part alone (3 interleaved rounds), merged into the existing results.json and results.md."""
+    started = time.perf_counter()
+    results = json.loads((args.out / "results.json").read_text())
+    state = args.state
+    state.mkdir(exist_ok=True)
+    superuser = start_database(state, tuned=True)
+    space = LocalEmbedder().space
+    targets = fresh_database(superuser, "bench_ingest", space)
+    measured = ingest_bench.run(
+        superuser, targets, space, limit=6 if args.quick else 10_000, rounds=1 if args.quick else 3
+    )
+    with psycopg.connect(superuser, autocommit=True) as conn:
+        conn.execute("DROP DATABASE bench_ingest WITH (FORCE)")
+    measured["command"] = "python -m bench --parts ingest" + (" --quick" if args.quick else "")
+    measured["commit"] = parse_text.commit()
+    measured["seconds"] = round(time.perf_counter() - started, 1)
+    results["ingest"] = measured
+    (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    markdown = args.out / "results.md"  # only the ingest section and target rows are replaced
+    text = parse.splice(markdown.read_text(), ingest_bench.render(measured))
+    rows = [f"| {t} | {m} | {report._check(v, lim)} |" for t, m, v, lim in ingest_bench.target_rows(measured)]
+    markdown.write_text(ingest_bench.splice_targets(text, rows))
+    print(f"wrote {markdown} in {measured['seconds']:.0f} s")
     return 0
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import socket
 import subprocess
@@ -24,34 +23,6 @@ from kb_server.db.pools import RoleConnections
 from kb_server.search import hybrid_search
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def ingest_benchmark(targets: DatabaseTargets, limit: int) -> dict[str, Any]:
-    """Cold ingest of corpus/ in its own process (peak RSS sampled), unchanged re-ingest, embedding alone."""
-    process = psutil.Popen(
-        [sys.executable, "-m", "bench.ingest_probe", targets.ingest, str(REPO / "corpus"), str(limit)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=REPO,
-    )
-    peak = 0
-    while process.poll() is None:
-        try:
-            peak = max(peak, process.memory_info().rss)
-        except psutil.NoSuchProcess:
-            break
-        time.sleep(0.05)
-    out = json.loads(process.stdout.read())
-    embed = out["embed_alone_s"]
-    out.update(
-        {
-            "peak_rss_mb": round(peak / 2**20, 1),
-            "documents_per_s": round(out["documents"] / out["cold_s"], 2),
-            "chunks_per_s": round(out["chunks"] / out["cold_s"], 2),
-            "overhead_vs_embedding_alone": round((out["cold_s"] - embed) / embed, 3) if embed else None,
-        }
-    )
-    return out
 
 
 def query_benchmarks(targets: DatabaseTargets, embedder: LocalEmbedder, rounds: int) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""Run by bench/corpus.py in its own process, so its peak memory is the ingest's alone: ingest a folder
-cold (a fresh embedder, no cache), then again unchanged, and time the embedding calls alone; print JSON."""
+"""Run by bench/ingest.py in its own process, so its peak memory is the ingest's alone: in each round, the
+embedding calls alone and a cold ingest of the folder into a fresh database (alternating which goes first,
+so that a change in the machine's load hits both alike), then once an unchanged re-ingest; print JSON."""
 
 from __future__ import annotations
 
@@ -14,14 +15,9 @@ from ingest.pipeline import Ingestor, document_files, ingest_files
 from kb_core.embedders.local import LocalEmbedder
 
 
-def main(conninfo: str, folder: str, limit: int) -> None:
-    files = document_files([Path(folder)])[0][:limit]
-    embedder = LocalEmbedder()
-    started = time.perf_counter()
-    embedder.load()
-    load_s = time.perf_counter() - started
-    # First the embedding calls alone: the texts the pipeline will embed (each distinct text once, as the
-    # pipeline reuses a vector it has), batched as it batches them (one call per document).
+def embedding_batches(files: list[Path]) -> list[list[str]]:
+    """The texts the pipeline will embed (each distinct text once, as the pipeline reuses a vector it has),
+    batched as it batches them (one call per document)."""
     seen: set[str] = set()
     batches = []
     for path in files:
@@ -30,30 +26,50 @@ def main(conninfo: str, folder: str, limit: int) -> None:
         seen.update(batch)
         if batch:
             batches.append(batch)
-    embedder.embed(["warm-up"])
+    return batches
+
+
+def main(conninfos: list[str], folder: str, limit: int) -> None:
+    files = document_files([Path(folder)])[0][:limit]
+    embedder = LocalEmbedder()
     started = time.perf_counter()
-    for batch in batches:
-        embedder.embed(batch)
-    embed_alone_s = time.perf_counter() - started
-    with Ingestor(conninfo, embedder, max_bytes=25_000_000) as ingestor:
+    embedder.load()
+    load_s = time.perf_counter() - started
+    batches = embedding_batches(files)
+    embedder.embed(["warm-up"])
+
+    def embed_alone() -> float:
         started = time.perf_counter()
-        results = list(ingest_files(ingestor, files))
-        cold_s = time.perf_counter() - started
-        started = time.perf_counter()
-        again = list(ingest_files(ingestor, files))
-        unchanged_s = time.perf_counter() - started
-    parts = {k: round(sum(r.timings.get(k, 0.0) for r in results), 2) for k in ("parse", "embed", "store")}
+        for batch in batches:
+            embedder.embed(batch)
+        return time.perf_counter() - started
+
+    rounds = []
+    for number, conninfo in enumerate(conninfos):
+        with Ingestor(conninfo, embedder, max_bytes=25_000_000) as ingestor:
+            alone = embed_alone() if number % 2 == 0 else None
+            started = time.perf_counter()
+            results = list(ingest_files(ingestor, files))
+            cold_s = time.perf_counter() - started
+            alone = embed_alone() if alone is None else alone
+            if number == 0:
+                first = results
+                started = time.perf_counter()
+                again = list(ingest_files(ingestor, files))
+                unchanged_s = time.perf_counter() - started
+        rounds.append({"embed_alone_s": round(alone, 2), "cold_s": round(cold_s, 2), "ratio": round(cold_s / alone, 3)})
+    parts = {k: round(sum(r.timings.get(k, 0.0) for r in first), 2) for k in ("parse", "embed", "store")}
     print(
         json.dumps(
             {
-                "documents": len(results),
-                "failed": sum(r.outcome == "failed" for r in results),
-                "chunks": sum(r.chunks for r in results),
+                "documents": len(first),
+                "failed": sum(r.outcome == "failed" for r in first),
+                "chunks": sum(r.chunks for r in first),
+                "embedded": sum(r.embedded for r in first),
                 "model_load_s": round(load_s, 2),
-                "cold_s": round(cold_s, 2),
+                "rounds": rounds,
                 "unchanged_s": round(unchanged_s, 2),
                 "unchanged_outcomes": sorted({r.outcome for r in again}),
-                "embed_alone_s": round(embed_alone_s, 2),
                 "time_by_stage_s": parts,
             }
         )
@@ -61,4 +77,4 @@ def main(conninfo: str, folder: str, limit: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    main(sys.argv[3:], sys.argv[1], int(sys.argv[2]))

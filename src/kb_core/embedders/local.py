@@ -90,8 +90,14 @@ class LocalEmbedder:
             options = ort.SessionOptions()
             options.intra_op_num_threads = self._threads
             options.log_severity_level = 3
+            # Memory (an ingesting process stays under 400 MB): a planned memory pattern per input shape grows
+            # the arena with every new batch width (+70 MB over the corpus), and constant folding turns the
+            # int8 weights into float copies (+125 MB); without both, embedding is ~7-15% slower, same vectors.
+            options.enable_mem_pattern = False
             self._tokenizer = tokenizer
-            self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+            self._session = ort.InferenceSession(
+                str(model_path), options, providers=["CPUExecutionProvider"], disabled_optimizers=["ConstantFolding"]
+            )
             self._cls = _special(tokenizer, "[CLS]")
             self._sep = _special(tokenizer, "[SEP]")
 
