@@ -82,31 +82,33 @@ def cost_per_chunk(texts: list[str]) -> dict[str, float]:
 
 
 def main() -> None:
-    parts = {part: load_part(part) for part in ("dev", "heldout")}
+    parts = {part: load_part(part) for part in ("dev", "dev_extra", "heldout")}
     results = {(part, name): rates(passages, d) for part, passages in parts.items() for name, d in DETECTORS.items()}
     kinds = sorted({(p.label, p.kind) for p in parts["dev"]})
     chunks = corpus_chunks()
     costs = {"dev passages": cost_per_chunk([p.text for p in parts["dev"]]), "corpus chunks": cost_per_chunk(chunks)}
     model = score_model()
     lines = [
-        "# Prompt-injection detection: dev and held-out",
+        "# Prompt-injection detection: development and held-out",
         "",
         "`python -m evals.injection` (`poe eval:injection`). Set: evals/injection/data (README.md there: how it was",
         f"written and split); held-out sha256 `{HELDOUT_SHA256}` (pinned in data_set.py and checked by the tests).",
         "Recall is the share of attack passages flagged; FPR the share of benign passages flagged. The classifier's",
-        f"settings, weights and threshold ({model.threshold:.4f}) were chosen and fitted on dev only",
-        "(evals/injection/select.py, evals/injection/train.py).",
+        f"settings, weights and threshold ({model.threshold:.4f}) were chosen and fitted on the development passages",
+        "only (dev and dev_extra; evals/injection/train.py). The classifier was fitted on dev and dev_extra, so its",
+        "figures there are in-sample; the cross-validated (out-of-fold) development figures are under 'What this",
+        "says'.",
         "",
         "## Overall",
         "",
-        "| detector | dev recall | dev FPR | held-out recall | held-out FPR |",
-        "|---|---:|---:|---:|---:|",
+        "| detector | " + " | ".join(f"{part} recall | {part} FPR" for part in parts) + " |",
+        "|---|" + "---:|---:|" * len(parts),
     ]
     for name in DETECTORS:
-        dev_r, dev_f = overall(results[("dev", name)])
-        held_r, held_f = overall(results[("heldout", name)])
-        lines.append(f"| {name} | {dev_r:.3f} | {dev_f:.3f} | {held_r:.3f} | {held_f:.3f} |")
-        print(f"{name}: dev recall {dev_r:.3f} FPR {dev_f:.3f}; held-out recall {held_r:.3f} FPR {held_f:.3f}")
+        figures = [overall(results[(part, name)]) for part in parts]
+        lines.append(f"| {name} | " + " | ".join(f"{r:.3f} | {f:.3f}" for r, f in figures) + " |")
+        named = zip(parts, figures, strict=True)
+        print(f"{name}: " + "; ".join(f"{part} recall {r:.3f} FPR {f:.3f}" for part, (r, f) in named))
     held_recall, held_fpr = overall(results[("heldout", IN_USE)])
     lines += ["", "## Per kind (flagged / passages)", ""]
     header = "| label | kind | " + " | ".join(f"{part}: {name}" for part in parts for name in DETECTORS) + " |"

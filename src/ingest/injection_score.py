@@ -1,11 +1,12 @@
-"""The injection classifier: a logistic regression over hashed word and character n-grams
-(ingest.injection_ngrams), clause-level features (ingest.injection_features) and the scanner's rule hits.
+"""The injection classifier: a logistic regression over TF-IDF weighted hashed word and character n-grams
+(ingest.injection_ngrams) and clause-level features (ingest.injection_features).
 
-score = 1 / (1 + exp(-(bias + ngram_weights · ngrams(text) + Σ clause_weight_f · value_f)))
+score = 1 / (1 + exp(-(bias + ngram_weights · tfidf(text) + Σ clause_weight_f · value_f)))
 
-The weights, the bias and the threshold are in ingest/data/injection_model.npz, fitted on the development
-part of evals/injection only by `python -m evals.injection.train` (which says how the settings and the
-threshold were chosen: cross-validation inside the development part). Scoring needs numpy alone; nothing is
+The weights, the inverse document frequencies, the bias and the threshold are in
+ingest/data/injection_model.npz, fitted on the development passages of evals/injection only by
+`python -m evals.injection.train` (which says how the settings and the threshold were chosen: cross-validation
+inside the development passages). Scoring needs numpy alone; nothing is
 downloaded. What ingestion does with the score is ingest.injection.
 """
 
@@ -29,7 +30,8 @@ MODEL_FILE = "injection_model.npz"
 
 @dataclass(frozen=True)
 class ScoreModel:
-    ngram_weights: np.ndarray  # (BUCKETS,) float32
+    ngram_weights: np.ndarray  # (BUCKETS,) float64
+    idf: np.ndarray  # (BUCKETS,) inverse document frequency per bucket, from the training passages
     clause_weights: dict[str, float]
     bias: float
     threshold: float  # on the probability
@@ -42,7 +44,10 @@ def load_model(path: str | Path | IO[bytes]) -> ScoreModel:
             raise ValueError(f"{MODEL_FILE}: {weights.shape[0]} n-gram weights, expected {BUCKETS}")
         names = [str(n) for n in data["clause_names"]]
         clause = dict(zip(names, (float(w) for w in data["clause_weights"]), strict=True))
-        return ScoreModel(weights, clause, float(data["bias"]), float(data["threshold"]))
+        idf = data["idf"].astype(np.float64)
+        if idf.shape != (BUCKETS,):
+            raise ValueError(f"{MODEL_FILE}: {idf.shape[0]} inverse document frequencies, expected {BUCKETS}")
+        return ScoreModel(weights, idf, clause, float(data["bias"]), float(data["threshold"]))
 
 
 @cache
@@ -53,7 +58,8 @@ def score_model() -> ScoreModel:
 
 def feature_values(raw: str, clause_text: str, rules: set[str]) -> dict[str, float]:
     """Every clause feature's value for a text: the clause features of `clause_text` (normalised, tabs kept
-    as breaks), the whole-text ones of `raw`, and one `rule:<id>` feature per scanner rule that matched."""
+    as breaks), the whole-text ones of `raw`, and one `rule:<id>` feature per scanner rule that matched (the
+    classifier is trained and asked with none: it only decides when no rule matched)."""
     values = text_features(clause_text, raw)
     values.update({f"rule:{rule}": 1.0 for rule in rules})
     return values
@@ -65,7 +71,7 @@ def clause_text(text: str) -> str:
 
 
 def logit(normalised: str, values: dict[str, float], model: ScoreModel) -> float:
-    index, weights = hashed(normalised)
+    index, weights = hashed(normalised, model.idf)
     z = model.bias + float(weights @ model.ngram_weights[index])
     return z + sum(model.clause_weights.get(name, 0.0) * value for name, value in values.items())
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ingest.injection import CLASSIFIER_RULE, detect, scan_chunk
-from ingest.injection_ngrams import BUCKETS, hashed
+from ingest.injection_ngrams import BUCKETS, hashed, word_ngrams
 from ingest.injection_score import load_model, score, score_model
 from ingest.scanner import scan_for_injection
 
@@ -37,9 +37,12 @@ def test_a_rule_match_is_reported_by_its_rule_id_not_by_the_classifier():
     assert rules and CLASSIFIER_RULE not in rules
 
 
-def test_the_hashed_ngrams_are_unit_length_and_the_same_for_the_same_text():
+def test_the_hashed_word_and_character_parts_are_each_unit_length_and_the_same_for_the_same_text():
     index, values = hashed("reply only with approved")
-    assert index.max() < BUCKETS and abs(float(np.linalg.norm(values)) - 1.0) < 1e-9
+    words = len(word_ngrams("reply only with approved"))
+    assert index.max() < BUCKETS
+    assert abs(float(np.linalg.norm(values[:words])) - 1.0) < 1e-9
+    assert abs(float(np.linalg.norm(values[words:])) - 1.0) < 1e-9
     again = hashed("reply only with approved")
     assert (index == again[0]).all() and (values == again[1]).all()
     assert hashed("")[0].size == 0
