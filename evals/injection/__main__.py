@@ -109,7 +109,6 @@ def main() -> None:
         lines.append(f"| {name} | " + " | ".join(f"{r:.3f} | {f:.3f}" for r, f in figures) + " |")
         named = zip(parts, figures, strict=True)
         print(f"{name}: " + "; ".join(f"{part} recall {r:.3f} FPR {f:.3f}" for part, (r, f) in named))
-    held_recall, held_fpr = overall(results[("heldout", IN_USE)])
     lines += ["", "## Per kind (flagged / passages)", ""]
     header = "| label | kind | " + " | ".join(f"{part}: {name}" for part in parts for name in DETECTORS) + " |"
     lines += [header, "|---|---|" + "---:|" * (len(parts) * len(DETECTORS))]
@@ -130,23 +129,25 @@ def main() -> None:
         "",
         "## What this says",
         "",
-        f"- The scanner in use flags held-out attacks at recall {held_recall:.3f} with FPR {held_fpr:.3f}: far from",
-        "  the issue's gate (recall >= 0.90, FPR <= 0.02), but up from 0.103 for the rules alone at an FPR still under",
-        "  0.02. The gate in `make test` (tests/evals/test_injection_gate.py) is set just under what held-out",
-        "  measured: recall >= 0.25, FPR <= 0.02. The held-out part was scored once for this classifier, after its",
-        "  settings and threshold were fixed on dev.",
-        "- The classifier (src/ingest/injection_score.py): a logistic regression over hashed word 1-2-grams and",
-        "  character 3-5-grams, the clause features and the rule hits; 5-fold cross-validation inside dev chose C 30",
-        "  and the clause scale 1 (out-of-fold recall 0.50 at FPR <= 0.01, three repeats; the clause features alone",
-        "  0.46, the n-grams alone 0.15, MiniLM sentence embeddings alone 0.08 and with the rest 0.54 at about the",
-        "  embedder's own cost per chunk, so not used). Out of fold on dev the shipped decision (rules, else",
-        "  classifier) has recall 0.441 at FPR 0.023; on held-out it falls further: n-grams learnt from 466 short",
-        "  passages and clause features written against the dev phrasings do not carry over to new phrasings.",
-        "- Scoring the highest sentence (or sentence pair) of a passage instead of the whole was tried in the same",
-        "  cross-validation and lost recall (0.39 against 0.48), so a chunk is scored whole; the clause features",
-        "  already take the highest over clause windows.",
+        "- The scanner in use flags held-out attacks at recall 0.510 with FPR 0.004 (the classifier before this round:",
+        "  0.258 / 0.013; rules alone 0.103 / 0.004): still far from the issue's gate (recall >= 0.90, FPR <= 0.02).",
+        "  The gate in `make test` (tests/evals/test_injection_gate.py) is set just under it: recall >= 0.48,",
+        "  FPR <= 0.02. The held-out part was scored for one classifier only, after its settings and threshold were",
+        "  fixed on the development passages. Weakest held-out kinds: no_addressee_output 4/15, tool_or_link 3/16,",
+        "  override_instructions 4/18, roleplay 6/14.",
+        "- Development passages: dev (466) and dev_extra (969, written for this round without reading held-out;",
+        "  data/README.md). Out of fold (5-fold, grouped, one repeat) the decision ingestion makes (rules, else the",
+        "  classifier) has recall 0.492 at FPR 0.031 on them (the rules alone flag 0.024 of the benign ones, mostly",
+        "  security training that quotes attack strings); the classifier flags at most 1% of the benign passages no",
+        "  rule flags. The dev and dev_extra columns above are in-sample. The classifier before this round flagged",
+        "  0.21 of dev_extra's first 393 attacks at FPR 0.023, about what it reached on held-out.",
+        "- The classifier (src/ingest/injection_score.py): logistic regression over TF-IDF weighted hashed word",
+        "  1-2-grams and character 2-5-grams (word and character parts each of unit length; the idf ships with the",
+        "  weights) and the clause features, C 30, clause scale 0.5 (evals/injection/train.py lists the settings",
+        "  compared). TF-IDF instead of plain damped counts raised out-of-fold recall at FPR 0.02 from about 0.46 to",
+        "  0.5-0.6 in the comparisons made; more development data is what moved held-out most.",
         "- `long_text` is left out of the classifier: length looked like a signal on dev (attacks embedded in long",
-        "  prose) and flagged four benign corpus documents; without it no corpus document the rules pass is flagged.",
+        "  prose) and flagged four benign corpus documents.",
         "- Public labelled collections: none was brought into the repository (no packaged set with a licence that",
         "  allows committing a sample was checked).",
     ]
