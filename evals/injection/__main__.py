@@ -134,7 +134,7 @@ def main() -> None:
         "  0.258 / 0.013; rules alone 0.103 / 0.004): still far from the issue's gate (recall >= 0.90, FPR <= 0.02).",
         "  The gate in `make test` (tests/evals/test_injection_gate.py) is set just under it: recall >= 0.35,",
         "  FPR <= 0.02. Held-out was scored for one set of weights (at both thresholds), after its settings were",
-        "  fixed on the development passages. Weakest held-out kinds: no_addressee_output 4/15, tool_or_link 3/16,",
+        "  fixed on the development passages. Weakest held-out kinds at 0.955: no_addressee 4/15, tool_or_link 3/16,",
         "  override_instructions 4/18, roleplay 6/14.",
         "- Development passages: dev (466) and dev_extra (969, written for this round without reading held-out;",
         "  data/README.md). Out of fold (5-fold, grouped, one repeat) the decision ingestion makes (rules, else the",
