@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -127,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results["seconds"] = round(time.perf_counter() - started, 1)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    _save_json(args.out, results)
     (args.out / "results.md").write_text(report.render(results))
     print(f"wrote {args.out / 'results.md'} in {results['seconds']:.0f} s")
     if args.quick:
@@ -163,6 +162,10 @@ def _scale_run(
     return entry, versions_entry
 
 
+def _save_json(out: Path, results: dict[str, Any]) -> None:
+    (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+
+
 def scale_only(args: argparse.Namespace) -> int:
     """The synthetic scale runs alone (--scales × --dims) and the real-vector comparison, merged into the
     existing results.json: an entry of the same size and dimension is replaced, the others are kept."""
@@ -184,7 +187,7 @@ def scale_only(args: argparse.Namespace) -> int:
     replaced = {(e["chunks"], e.get("dimensions", 384)) for e in measured}
     kept = [e for e in results.get("scale", []) if (e["chunks"], e.get("dimensions", 384)) not in replaced]
     results["scale"] = sorted(kept + measured, key=lambda e: (e.get("dimensions", 384), e["chunks"]))
-    (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    _save_json(args.out, results)
     (args.out / "results.md").write_text(report.render(results))
     print(f"wrote {args.out / 'results.md'} in {time.perf_counter() - started:.0f} s")
     return 0
@@ -214,7 +217,7 @@ def storage_only(args: argparse.Namespace) -> int:
     replaced = {(e["chunks"], e["dimensions"]) for e in measured}
     kept = [e for e in results.get("storage", []) if (e["chunks"], e["dimensions"]) not in replaced]
     results["storage"] = sorted(kept + measured, key=lambda e: (e["dimensions"], e["chunks"]))
-    (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    _save_json(args.out, results)
     (args.out / "results.md").write_text(report.render(results))
     print(f"wrote {args.out / 'results.md'} in {time.perf_counter() - started:.0f} s")
     return 0
@@ -252,7 +255,7 @@ def versions_only(args: argparse.Namespace) -> int:
     measured["machine"] = machine.describe(superuser)
     measured["seconds"] = round(time.perf_counter() - started, 1)
     results["versions"] = measured
-    (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    _save_json(args.out, results)
     (args.out / "results.md").write_text(report.render(results))
     print(f"wrote {args.out / 'results.md'} in {measured['seconds']:.0f} s")
     return 0
@@ -263,12 +266,11 @@ def parse_only(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     results = json.loads((args.out / "results.json").read_text())
     measured = parse.parse_benchmark(args.quick)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
     measured["command"] = "python -m bench --parts parse" + (" --quick" if args.quick else "")
-    measured["commit"] = commit.stdout.strip()
+    measured["commit"] = parse_text.commit()
     measured["seconds"] = round(time.perf_counter() - started, 1)
     results["parse"] = measured
-    (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    _save_json(args.out, results)
     markdown = args.out / "results.md"
     markdown.write_text(parse.splice(markdown.read_text(), parse.render(measured)))
     print(f"wrote {args.out / 'results.md'} in {measured['seconds']:.0f} s")
@@ -284,7 +286,7 @@ def parse_text_only(args: argparse.Namespace) -> int:
     measured["commit"] = parse_text.commit()
     measured["seconds"] = round(time.perf_counter() - started, 1)
     results["parse_text"] = measured
-    (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    _save_json(args.out, results)
     markdown = args.out / "results.md"  # only this section is replaced: notes added to the file stay
     markdown.write_text(parse.splice(markdown.read_text(), parse_text.render(measured)))
     print(f"wrote {args.out / 'results.md'} in {measured['seconds']:.0f} s")
@@ -309,7 +311,7 @@ def ingest_only(args: argparse.Namespace) -> int:
     measured["commit"] = parse_text.commit()
     measured["seconds"] = round(time.perf_counter() - started, 1)
     results["ingest"] = measured
-    (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    _save_json(args.out, results)
     markdown = args.out / "results.md"  # only the ingest section and target rows are replaced
     text = parse.splice(markdown.read_text(), ingest_bench.render(measured))
     rows = [f"| {t} | {m} | {report._check(v, lim)} |" for t, m, v, lim in ingest_bench.target_rows(measured)]
