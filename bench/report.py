@@ -26,7 +26,7 @@ def _check(value: float | None, limit: float, lower_is_better: bool = True) -> s
     return "met" if met else "**missed**"
 
 
-def _audit_section(a: dict[str, Any] | None) -> list[str]:
+def audit_section(a: dict[str, Any] | None) -> list[str]:
     if not a:
         return []
     return [
@@ -50,6 +50,15 @@ def _audit_section(a: dict[str, Any] | None) -> list[str]:
             f"{a['p95_added_interval_ms'][1]:.2f} ms)."
             if a.get("p95_added_interval_ms")
             else "."
+        ),
+        *(
+            [
+                "",
+                f"Machine load (1-minute average) before and after: {a['load_average_1min'][0]} and "
+                f"{a['load_average_1min'][1]} on {a.get('cores', 2)} cores; `{a['command']}` at {a['commit']}.",
+            ]
+            if a.get("load_average_1min") and a.get("command")
+            else []
         ),
         "",
     ]
@@ -94,7 +103,7 @@ def render(r: dict[str, Any]) -> str:
         f"| hybrid SQL (one round trip, under RLS) | {_ms(q['hybrid_sql_ms'])} |",
         f"| `search_knowledge_base` end to end, through an MCP client session | {_ms(q['tool_call_end_to_end_ms'])} |",
         "",
-        *_audit_section(r.get("audit")),
+        *audit_section(r.get("audit")),
         *(_versions(r) if r.get("versions") else []),
         *ingest_bench.render(ingest),
         *_parse(r),
