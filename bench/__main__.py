@@ -30,25 +30,13 @@ from evals.golden import load_golden
 from evals.run import fresh_database
 
 from bench import audit, corpus, ingest_bench, machine, parse, parse_text, realism, report, scale, storage, versions
+from bench.database import start_database
 from bench.synthetic import SyntheticCorpus, load, query_vectors
 from kb_core.db.embedded import EmbeddedPostgres
 from kb_core.db.embedding_space import EmbeddingSpace
 from kb_core.embedders.local import LocalEmbedder
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def start_database(state: Path, *, tuned: bool) -> str:
-    server = EmbeddedPostgres(state)
-    superuser = server.start()
-    if tuned:
-        # The embedded server's default shared_buffers (128 MB) is a laptop's; give the benchmark a server's.
-        with psycopg.connect(superuser, autocommit=True) as conn:
-            conn.execute("ALTER SYSTEM SET shared_buffers = '4GB'")
-            conn.execute("ALTER SYSTEM SET effective_cache_size = '12GB'")
-            conn.execute("ALTER SYSTEM SET max_parallel_maintenance_workers = 2")
-        server.restart()
-    return superuser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -136,7 +136,7 @@ def run_on_corpus(rounds: int, repeat: int = 2) -> dict[str, Any]:
     from evals.cache import CachingEmbedder
     from evals.run import fresh_database
 
-    from bench.__main__ import start_database
+    from bench.database import start_database
     from ingest.pipeline import Ingestor, document_files, ingest_files
     from kb_core.db.embedded import EmbeddedPostgres
 
