@@ -52,5 +52,8 @@ def development() -> list[Passage]:
 
 def group_of(passage: Passage) -> str:
     """Passages made from one written passage share a group (dev_extra's `-E` variants embed a passage in
-    policy prose), so that cross-validation never trains on one and scores the other."""
+    policy prose), so that cross-validation never trains on one and scores the other; a corpus chunk's group is
+    its document, every version of it (evals/injection/corpus_part.py)."""
+    if passage.id.startswith("corpus:"):
+        return ":".join(passage.id.split(":")[:2])
     return passage.id.split("-", 1)[0]

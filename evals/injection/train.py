@@ -2,16 +2,19 @@
 `python -m evals.injection.train` (needs the `dev` extra: scikit-learn) prints the cross-validated figures of
 each candidate setting and writes src/ingest/data/injection_model.npz. `--no-write` only prints.
 
-- Passages: dev.jsonl and dev_extra.jsonl (evals/injection/data_set.py: development). The held-out part is
-  never read here.
+- Passages: dev.jsonl and dev_extra.jsonl (evals/injection/data_set.py: development), and as benign passages
+  the chunks of corpus/'s documents without a planted injection (evals/injection/corpus_part.py: long
+  legitimate policy prose, which the short passages of the set under-represent). The held-out part is never
+  read here.
 - Features: TF-IDF over hashed word 1-2-grams and character 2-5-grams (ingest.injection_ngrams; the inverse
   document frequencies come from the training passages and ship with the weights) and the clause features
   (ingest.injection_features, scaled by the clause scale).
 - Model: L2-regularised logistic regression (scikit-learn, balanced class weights).
 - Selection (`--compare`): 5-fold cross-validation, stratified by label and grouped (a passage and its copy
   embedded in prose stay in one fold), with the inverse document frequencies refitted inside each fold. The
-  threshold is the lowest out-of-fold score at which the classifier flags at most TARGET_FPR of the benign
-  passages that no rule flags (ingestion asks it only then: ingest.injection); the setting with the highest
+  threshold is the lowest out-of-fold score at which the classifier flags at most TARGET_FPR of the set's benign
+  passages that no rule flags (ingestion asks it only then: ingest.injection) and no corpus chunk (a corpus
+  document is one group: its chunks are scored by a classifier that saw none of them); the setting with the highest
   out-of-fold recall of that decision (a rule, or else the classifier) is CHOSEN. The final weights are fitted
   on all the development passages with CHOSEN and the threshold its out-of-fold one.
 """
@@ -30,6 +33,8 @@ from scipy import sparse
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedGroupKFold
 
+from evals.injection.corpus_part import KIND as CORPUS_KIND
+from evals.injection.corpus_part import corpus_passages
 from evals.injection.data_set import Passage, development, group_of
 from ingest.injection_ngrams import BUCKETS, char_ngrams, damped_counts, word_ngrams
 from ingest.injection_score import clause_text, feature_values
@@ -41,9 +46,6 @@ GRID = {"C": [10.0, 30.0, 100.0], "clause_scale": [0.5, 1.0, 2.0]}
 # C 30 / scale 1 0.429, C 100 / scale 1 0.394, C 10 / scale 2 0.333.
 CHOSEN = {"C": 30.0, "clause_scale": 0.5}
 TARGET_FPR = 0.01  # of the benign passages no rule flags
-# Never below this probability: corpus/'s legitimate policy chunks are longer than the set's passages, and at the
-# cross-validated threshold (0.955) the classifier flagged five of its benign documents (highest chunk 0.980).
-THRESHOLD_FLOOR = 0.985
 FOLDS = 5
 REPEATS = 1
 # Not learnt from: the set's attacks embedded mid-paragraph made length look like a signal (the data README
@@ -59,6 +61,7 @@ class Design:
     names: list[str]  # the clause features' names
     rule_hit: np.ndarray  # whether a scanner rule matched the passage
     y: np.ndarray  # 1 for an attack
+    corpus: np.ndarray  # whether the passage is a corpus chunk
     groups: np.ndarray
     buckets: np.ndarray  # the n-gram buckets any passage uses: the matrices' columns (fitting is faster)
 
@@ -87,6 +90,7 @@ def design(passages: list[Passage]) -> Design:
         names=names,
         rule_hit=np.array([bool(rule_findings(p.text)) for p in passages]),
         y=np.array([p.is_attack for p in passages], dtype=int),
+        corpus=np.array([p.kind == CORPUS_KIND for p in passages]),
         groups=np.array([group_of(p) for p in passages]),
         buckets=buckets,
     )
@@ -127,10 +131,12 @@ def out_of_fold(d: Design, setting: dict[str, float], seed: int) -> np.ndarray:
 
 
 def threshold_at(scores: np.ndarray, d: Design, fpr: float) -> float:
-    """The lowest logit at which the classifier flags at most `fpr` of the benign passages no rule flags
-    (ingestion asks the classifier only when no rule matched)."""
-    candidates = np.sort(scores[(d.y == 0) & ~d.rule_hit])[::-1]
-    return float(candidates[math.floor(fpr * len(candidates))]) + 1e-9
+    """The lowest logit at which the classifier flags at most `fpr` of the set's benign passages no rule flags
+    (ingestion asks the classifier only when no rule matched) and no corpus chunk."""
+    candidates = np.sort(scores[(d.y == 0) & ~d.rule_hit & ~d.corpus])[::-1]
+    at_fpr = float(candidates[math.floor(fpr * len(candidates))])
+    corpus = scores[d.corpus & ~d.rule_hit]
+    return max(at_fpr, float(corpus.max()) if corpus.size else -math.inf) + 1e-9
 
 
 def flagged(scores: np.ndarray, d: Design, cut: float) -> np.ndarray:
@@ -138,20 +144,21 @@ def flagged(scores: np.ndarray, d: Design, cut: float) -> np.ndarray:
 
 
 def cross_validate(d: Design, setting: dict[str, float]) -> tuple[float, float, float, np.ndarray]:
-    """(out-of-fold recall, FPR, logit threshold, flags of the last repeat) of ingestion's decision."""
+    """(out-of-fold recall, FPR on the set's benign passages, logit threshold, flags of the last repeat) of
+    ingestion's decision."""
     recalls, fprs, cuts, last = [], [], [], np.zeros(0, dtype=bool)
     for seed in range(REPEATS):
         scores = out_of_fold(d, setting, seed)
         cut = threshold_at(scores, d, TARGET_FPR)
         last = flagged(scores, d, cut)
         recalls.append(float(last[d.y == 1].mean()))
-        fprs.append(float(last[d.y == 0].mean()))
+        fprs.append(float(last[(d.y == 0) & ~d.corpus].mean()))
         cuts.append(cut)
     return float(np.mean(recalls)), float(np.mean(fprs)), float(np.mean(cuts)), last
 
 
 def main() -> None:
-    passages = development()
+    passages = development() + corpus_passages()
     d = design(passages)
     kinds = np.array([p.kind for p in passages])
     if "--compare" in sys.argv:
@@ -183,12 +190,12 @@ def main() -> None:
         clause_names=np.array(d.names),
         clause_weights=(w[used:] * setting["clause_scale"]).astype(np.float64),
         bias=np.float64(model.intercept_[0]),
-        threshold=np.float64(max(THRESHOLD_FLOOR, 1.0 / (1.0 + math.exp(-cut)))),
+        threshold=np.float64(1.0 / (1.0 + math.exp(-cut))),
         out_of_fold_dev=np.array([recall, fpr]),
         settings=np.array([setting["C"], setting["clause_scale"], TARGET_FPR]),
     )
     MODEL.write_bytes(buffer.getvalue())
-    threshold = max(THRESHOLD_FLOOR, 1.0 / (1.0 + math.exp(-cut)))
+    threshold = 1.0 / (1.0 + math.exp(-cut))
     print(f"threshold {threshold:.4f}; wrote {MODEL} ({len(buffer.getvalue()) // 1024} KiB)")
 
 
