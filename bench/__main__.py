@@ -180,7 +180,8 @@ def scale_only(args: argparse.Namespace) -> int:
     kept = [e for e in results.get("scale", []) if (e["chunks"], e.get("dimensions", 384)) not in replaced]
     results["scale"] = sorted(kept + measured, key=lambda e: (e.get("dimensions", 384), e["chunks"]))
     _save_json(args.out, results)
-    (args.out / "results.md").write_text(report.render(results))
+    markdown = args.out / "results.md"  # only the scale runs' sections: notes added to the others stay
+    markdown.write_text(report.splice_scale(markdown.read_text(), results))
     print(f"wrote {args.out / 'results.md'} in {time.perf_counter() - started:.0f} s")
     return 0
 

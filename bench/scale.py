@@ -5,6 +5,7 @@ queries fused in Python, and exact vector search."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from typing import Any
 
@@ -210,5 +211,10 @@ def run_scale(
                     out[key] = entry
         return out
 
+    before = os.getloadavg()
     result["queries"] = asyncio.run(queries_run())
+    # The 2 cores are shared: the timings mean little without the load they were taken under.
+    result["load_average_during_queries"] = (
+        f"{' / '.join(f'{x:.2f}' for x in before)} before, {' / '.join(f'{x:.2f}' for x in os.getloadavg())} after"
+    )
     return result
