@@ -163,6 +163,11 @@ def _scale_section(s: dict[str, Any]) -> list[str]:
             f"{s['naive_build']['hnsw_build_s']} s."
             if "naive_build" in s
             else ""
+        )
+        + (
+            f" The naive form's figures are from the run at {s['naive_from']} (this run skipped it: `--no-naive`)."
+            if "naive_from" in s
+            else ""
         ),
         "",
         "Vector leg as served (HNSW, ef_search 80, iterative scan) against an exact scan, and rows returned for "

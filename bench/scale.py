@@ -218,3 +218,20 @@ def run_scale(
         f"{' / '.join(f'{x:.2f}' for x in before)} before, {' / '.join(f'{x:.2f}' for x in os.getloadavg())} after"
     )
     return result
+
+
+def keep_naive(entry: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
+    """A run without the naive form keeps the replaced run's naive figures for the same size and dimension:
+    the naive form is the LLD SQL on its own unpartitioned table, which nothing in the product changes."""
+    if not previous or "naive_build" not in previous:
+        return entry
+    queries = {
+        case: {**v, **({"naive_ms": previous["queries"][case]["naive_ms"]} if case in previous["queries"] else {})}
+        for case, v in entry["queries"].items()
+    }
+    return {
+        **entry,
+        "queries": queries,
+        "naive_build": previous["naive_build"],
+        "naive_from": previous.get("commit", "an earlier run"),
+    }
