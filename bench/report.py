@@ -165,7 +165,7 @@ def _scale_section(s: dict[str, Any]) -> list[str]:
             else ""
         )
         + (
-            f" The naive form's figures are from the run at {s['naive_from']} (this run skipped it: `--no-naive`)."
+            f" The naive form's figures are from {s['naive_from']}: this run skipped it (`--no-naive`)."
             if "naive_from" in s
             else ""
         ),

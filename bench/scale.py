@@ -233,5 +233,5 @@ def keep_naive(entry: dict[str, Any], previous: dict[str, Any] | None) -> dict[s
         **entry,
         "queries": queries,
         "naive_build": previous["naive_build"],
-        "naive_from": previous.get("commit", "an earlier run"),
+        "naive_from": f"an earlier run (commit {previous['commit']})" if "commit" in previous else "an earlier run",
     }
