@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from evals.injection import baseline
+from evals.injection.corpus_part import PLANTED, document_chunks
 from evals.injection.data_set import HELDOUT_SHA256, Passage, load_part
 from ingest.chunker import chunk_document
 from ingest.injection import detect
@@ -109,6 +110,15 @@ def main() -> None:
         lines.append(f"| {name} | " + " | ".join(f"{r:.3f} | {f:.3f}" for r, f in figures) + " |")
         named = zip(parts, figures, strict=True)
         print(f"{name}: " + "; ".join(f"{part} recall {r:.3f} FPR {f:.3f}" for part, (r, f) in named))
+    corpus = document_chunks()
+    benign_chunks = sum(doc not in PLANTED for doc, _, _ in corpus)
+    lines += ["", "## corpus/ (every document, chunked as ingestion does)", ""]
+    lines += ["| detector | benign documents' chunks flagged | planted documents flagged |", "|---|---:|---:|"]
+    for name, detector in DETECTORS.items():
+        flagged = [(doc, detector(text)) for doc, _, text in corpus]
+        false_alarms = sum(hit for doc, hit in flagged if doc not in PLANTED)
+        planted = len({doc for doc, hit in flagged if hit and doc in PLANTED})
+        lines.append(f"| {name} | {false_alarms}/{benign_chunks} | {planted}/{len(PLANTED)} |")
     lines += ["", "## Per kind (flagged / passages)", ""]
     header = "| label | kind | " + " | ".join(f"{part}: {name}" for part in parts for name in DETECTORS) + " |"
     lines += [header, "|---|---|" + "---:|" * (len(parts) * len(DETECTORS))]

@@ -26,25 +26,24 @@ KIND = "corpus_chunk"
 ID_PREFIX = "corpus:"
 
 
-def corpus_passages() -> list[Passage]:
-    """Every chunk of corpus/'s documents without a planted injection, as a benign passage with the id
-    `corpus:<doc_code>:<n>`."""
-    passages = []
+def document_chunks() -> list[tuple[str, str, str]]:
+    """(doc_code, version, chunk text as the scanner reads it) of every chunk of every document in corpus/."""
     with (CORPUS / "MANIFEST.csv").open(encoding="utf-8") as manifest:
         rows = list(csv.DictReader(manifest))
+    chunks = []
     for row in rows:
-        if row["doc_code"] in PLANTED:
-            continue
         path = CORPUS.parent / row["path"]
         document = parse_document(path.read_bytes(), path.name, max_bytes=50_000_000)
-        for n, chunk in enumerate(chunk_document(document, max_tokens=EMBEDDING_INPUT_LIMIT)):
-            passages.append(
-                Passage(
-                    id=f"{ID_PREFIX}{row['doc_code']}:{row['version']}:{n}",
-                    label="benign",
-                    kind=KIND,
-                    register=row["format"],
-                    text=f"{chunk.section_path}\n{chunk.content}",
-                )
-            )
+        for chunk in chunk_document(document, max_tokens=EMBEDDING_INPUT_LIMIT):
+            chunks.append((row["doc_code"], row["version"], f"{chunk.section_path}\n{chunk.content}"))
+    return chunks
+
+
+def corpus_passages() -> list[Passage]:
+    """Every chunk of corpus/'s documents without a planted injection, as a benign passage with the id
+    `corpus:<doc_code>:<version>:<n>`."""
+    passages = []
+    for n, (doc_code, version, text) in enumerate(document_chunks()):
+        if doc_code not in PLANTED:
+            passages.append(Passage(f"{ID_PREFIX}{doc_code}:{version}:{n}", "benign", KIND, "corpus chunk", text))
     return passages

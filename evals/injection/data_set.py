@@ -1,6 +1,6 @@
 """The labelled injection set (data/README.md says how it was written and split). dev.jsonl is for tuning, and
-so is dev_extra.jsonl (more development passages written later, for issue 19's second round: never split, never
-scored as held-out); heldout.jsonl is only ever scored, and its hash is pinned so that it cannot change
+so is dev_extra.jsonl (more development passages written later, for issue 19's second and third rounds: never split,
+never scored as held-out); heldout.jsonl is only ever scored, and its hash is pinned so that it cannot change
 unnoticed."""
 
 from __future__ import annotations

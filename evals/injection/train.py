@@ -47,7 +47,7 @@ GRID = {"C": [10.0, 30.0, 100.0], "clause_scale": [0.5, 1.0, 2.0]}
 CHOSEN = {"C": 30.0, "clause_scale": 0.5}
 TARGET_FPR = 0.01  # of the benign passages no rule flags
 FOLDS = 5
-REPEATS = 1
+REPEATS = 3  # the threshold is the mean over repeats: one repeat moved it by up to 0.02
 # Not learnt from: the set's attacks embedded mid-paragraph made length look like a signal (the data README
 # says it is not one), and most stored chunks are long, so it flagged benign corpus documents.
 LEFT_OUT = frozenset({"long_text"})

@@ -422,40 +422,61 @@ def _directive(clause: str) -> bool:
     return _ANSWER_DIRECTIVE.search(clause) is not None
 
 
-def _window_features(window: str, absent: frozenset[re.Pattern[str]] = frozenset()) -> dict[str, bool]:
+def _flags(window: str, absent: frozenset[re.Pattern[str]] = frozenset()) -> dict[str, bool]:
+    """The yes/no answers one window's features are made of."""
+
     def found(pattern: re.Pattern[str]) -> bool:
         return pattern not in absent and pattern.search(window) is not None
 
-    vocative = bool(_VOCATIVE.search(window))
-    reader = found(_READER)
-    addressed = vocative or reader
     parts = clauses(window)
-    imperative = any(_imperative(c) for c in parts) or bool(_IMPERATIVE.search(window))
-    says = found(_SAY_ANYWHERE)
-    output = found(_OUTPUT)
-    user = found(_USER)
-    you_model = found(_YOU_MODEL)
-    condition = found(_CONDITION)
-    staff = found(_STAFF)
-    false_claim = found(_FALSE_CLAIM)
-    exfil = found(_EXFIL_VERB) and found(_EXFIL_OBJECT)
-    destination = found(_DESTINATION)
-    secret = found(_SECRET)
-    tool = bool(_TOOL.search(window))
-    open_link = found(_OPEN_LINK)
-    override = found(_OVERRIDE)
-    roleplay = found(_ROLEPLAY)
-    training = found(_TRAINING)
-    self_doc = found(_SELF_DOC)
-    ml_model = found(_ML_MODEL)
-    ml_user = found(_ML_USER)
-    ml_output = found(_ML_OUTPUT)
-    ml_override = found(_ML_OVERRIDE)
-    foreign = not window.isascii() or bool(_FOREIGN.search(window))
-    directive = any(_directive(c) for c in parts)
-    literal = found(_LITERAL)
-    harmful = found(_HARMFUL_ACTION)
-    harm_goal = found(_HARM_GOAL)
+    return {
+        "addressed": bool(_VOCATIVE.search(window)) or found(_READER),
+        "imperative": any(_imperative(c) for c in parts) or bool(_IMPERATIVE.search(window)),
+        "says": found(_SAY_ANYWHERE),
+        "output": found(_OUTPUT),
+        "user": found(_USER),
+        "you_model": found(_YOU_MODEL),
+        "condition": found(_CONDITION),
+        "staff": found(_STAFF),
+        "false_claim": found(_FALSE_CLAIM),
+        "exfil_verb": found(_EXFIL_VERB),
+        "exfil_object": found(_EXFIL_OBJECT),
+        "destination": found(_DESTINATION),
+        "secret": found(_SECRET),
+        "tool": bool(_TOOL.search(window)),
+        "open_link": found(_OPEN_LINK),
+        "override": found(_OVERRIDE),
+        "roleplay": found(_ROLEPLAY),
+        "training": found(_TRAINING),
+        "self_doc": found(_SELF_DOC),
+        "ml_model": found(_ML_MODEL),
+        "ml_user": found(_ML_USER),
+        "ml_output": found(_ML_OUTPUT),
+        "ml_override": found(_ML_OVERRIDE),
+        "ml_prompt": found(_ML_PROMPT),
+        "foreign": not window.isascii() or bool(_FOREIGN.search(window)),
+        "directive": any(_directive(c) for c in parts),
+        "literal": found(_LITERAL),
+        "harmful": found(_HARMFUL_ACTION),
+        "harm_goal": found(_HARM_GOAL),
+    }
+
+
+def _window_features(window: str, absent: frozenset[re.Pattern[str]] = frozenset()) -> dict[str, bool]:
+    return _features_of(_flags(window, absent))
+
+
+def _features_of(flags: dict[str, bool]) -> dict[str, bool]:
+    """The window features, conjunctions included, from a window's flags."""
+    addressed, imperative, says, output = flags["addressed"], flags["imperative"], flags["says"], flags["output"]
+    user, you_model, condition, staff = flags["user"], flags["you_model"], flags["condition"], flags["staff"]
+    false_claim, secret, tool, open_link = flags["false_claim"], flags["secret"], flags["tool"], flags["open_link"]
+    exfil, destination = flags["exfil_verb"] and flags["exfil_object"], flags["destination"]
+    override, roleplay, training, self_doc = flags["override"], flags["roleplay"], flags["training"], flags["self_doc"]
+    ml_model, ml_user, ml_output = flags["ml_model"], flags["ml_user"], flags["ml_output"]
+    ml_override, foreign = flags["ml_override"], flags["foreign"]
+    directive, literal = flags["directive"], flags["literal"]
+    harmful, harm_goal = flags["harmful"], flags["harm_goal"]
     return {
         "answer_directive": directive,
         "answer_directive_and_claim": directive and (false_claim or literal),
@@ -498,7 +519,7 @@ def _window_features(window: str, absent: frozenset[re.Pattern[str]] = frozenset
         "multilingual_user_or_output": (ml_user or ml_output) and foreign,
         "multilingual_override": ml_override and foreign,
         "multilingual_model_and_output": (ml_model or ml_user) and ml_output and foreign,
-        "multilingual_prompt": found(_ML_PROMPT),
+        "multilingual_prompt": flags["ml_prompt"],
     }
 
 
@@ -546,12 +567,18 @@ def text_features(normalised: str, raw: str | None = None) -> dict[str, float]:
     whole-text ones."""
     raw = normalised if raw is None else raw
     parts = clauses(normalised)[:200]
-    windows = parts + [f"{a}\n{b}" for a, b in itertools.pairwise(parts)]
     absent = frozenset(p for p in _UNANCHORED_PATTERNS if p.search(normalised) is None)
+    # A pair window's flags are those of its two clauses or'ed together: each clause is read once, and the
+    # pair's conjunctions still join an addressee in one clause to a command in the next.
+    single = [_flags(part, absent) for part in parts] or [_flags("", absent)]
+    pairs = [{k: a[k] or b[k] for k in a} for a, b in itertools.pairwise(single)]
     values: dict[str, float] = {}
-    for window in windows or [""]:
-        for name, on in _window_features(window, absent).items():
-            values[name] = max(values.get(name, 0.0), 1.0 if on else 0.0)
+    for flags in single + pairs:
+        for name, on in _features_of(flags).items():
+            if on:
+                values[name] = 1.0
+            else:
+                values.setdefault(name, 0.0)
     segments = [next(g for g in m.groups() if g is not None) for m in _HIDDEN_SEGMENTS.finditer(raw) if any(m.groups())]
     payloads = decoded_payloads(normalised, raw) if len(normalised) < 20_000 else []
     words = _WORD.findall(raw)

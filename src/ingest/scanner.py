@@ -26,7 +26,7 @@ __all__ = ["RULES", "SCANNER_VERSION", "InjectionFinding", "Rule", "normalise", 
 EXCERPT_LIMIT = 120
 # Stored with every chunk. Raise it whenever a rule, feature or threshold changes what is flagged:
 # `kb rescan` re-scans the chunks of older versions and `kb db status` counts them.
-SCANNER_VERSION = 5  # 2: hidden-text rule; 3: classifier (ingest.injection); 4: TF-IDF, more data; 5: corpus chunks
+SCANNER_VERSION = 6  # 2: hidden text; 3: classifier (ingest.injection); 4: TF-IDF; 5: corpus chunks; 6: more dev data
 
 
 @dataclass(frozen=True)
