@@ -96,9 +96,9 @@ def main() -> None:
         f"written and split); held-out sha256 `{HELDOUT_SHA256}` (pinned in data_set.py and checked by the tests).",
         "Recall is the share of attack passages flagged; FPR the share of benign passages flagged. The classifier's",
         f"settings, weights and threshold ({model.threshold:.4f}) were chosen and fitted on the development passages",
-        "only (dev and dev_extra; evals/injection/train.py). The classifier was fitted on dev and dev_extra, so its",
-        "figures there are in-sample; the cross-validated (out-of-fold) development figures are under 'What this",
-        "says'.",
+        "only (dev, dev_extra and corpus/'s benign chunks; evals/injection/train.py). The classifier was fitted on",
+        "them, so its figures there are in-sample; the cross-validated (out-of-fold) development figures are under",
+        "'What this says'.",
         "",
         "## Overall",
         "",
@@ -135,28 +135,50 @@ def main() -> None:
     lines += [
         f"| {name} | " + " | ".join(f"{c[name]:.2f}" for c in costs.values()) + " |" for name in costs["dev passages"]
     ]
+
+    def weakest(part: str) -> str:
+        counts = results[(part, IN_USE)]
+        kinds_of = sorted(
+            (
+                (n / total, kind, n, total)
+                for (label, kind), (n, total) in counts.items()
+                if label == "attack" and kind != "all"
+            )
+        )
+        return ", ".join(f"{kind} {n}/{total}" for _, kind, n, total in kinds_of[:4])
+
+    held_recall, held_fpr = overall(results[("heldout", IN_USE)])
     lines += [
         "",
         "## What this says",
         "",
-        "- The scanner in use flags held-out attacks at recall 0.366 with FPR 0.004 (0.510 at the cross-validated",
-        "  threshold 0.955, which flagged five benign corpus documents, so it was raised to 0.985; before this round:",
-        "  0.258 / 0.013; rules alone 0.103 / 0.004): still far from the issue's gate (recall >= 0.90, FPR <= 0.02).",
-        "  The gate in `make test` (tests/evals/test_injection_gate.py) is set just under it: recall >= 0.35,",
-        "  FPR <= 0.02. Held-out was scored for one set of weights (at both thresholds), after its settings were",
-        "  fixed on the development passages. Weakest held-out kinds at 0.955: no_addressee 4/15, tool_or_link 3/16,",
-        "  override_instructions 4/18, roleplay 6/14.",
-        "- Development passages: dev (466) and dev_extra (969, written for this round without reading held-out;",
-        "  data/README.md). Out of fold (5-fold, grouped, one repeat) the decision ingestion makes (rules, else the",
-        "  classifier) has recall 0.492 at FPR 0.031 on them (the rules alone flag 0.024 of the benign ones, mostly",
-        "  security training that quotes attack strings); the classifier flags at most 1% of the benign passages no",
-        "  rule flags. The dev and dev_extra columns above are in-sample. The classifier before this round flagged",
-        "  0.21 of dev_extra's first 393 attacks at FPR 0.023, about what it reached on held-out.",
+        f"- The scanner in use flags held-out attacks at recall {held_recall:.3f} with FPR {held_fpr:.3f} (before this",
+        "  round: 0.366 / 0.004 at a threshold raised by hand to 0.985; 0.479 / 0.009 with the corpus chunks alone;",
+        "  rules alone 0.103 / 0.004): still short of the issue's gate (recall >= 0.90, FPR <= 0.02). The gate in",
+        "  `make test` (tests/evals/test_injection_gate.py) is set just under it: recall >= 0.57, FPR <= 0.02.",
+        "  Held-out was scored once per change, after the change was chosen on the development passages.",
+        f"  Weakest held-out kinds: {weakest('heldout')}.",
+        "- Development passages: dev (466) and dev_extra (1779: 969 from the second round, 810 from the third;",
+        "  data/README.md), and as benign passages the 1188 chunks of corpus/'s documents without a planted",
+        "  injection (evals/injection/corpus_part.py). Out of fold (5-fold, grouped: a corpus document is one group;",
+        "  3 repeats) the decision ingestion makes (rules, else the classifier) has recall 0.550 at FPR 0.031 on the",
+        "  set's development passages and flags no corpus chunk (the rules alone flag about 0.02 of the benign",
+        "  passages, mostly security training that quotes attack strings; the classifier flags at most 1% of those",
+        "  no rule flags). The dev, dev_extra and corpus columns above are in-sample.",
+        "- The threshold is the cross-validated one (no hand-set floor): the corpus chunks in training are what let it",
+        "  come down from 0.985 without flagging a corpus document. Compared on the development passages only:",
+        "  corpus chunks as benign training passages raised out-of-fold recall at the same FPR from 0.435 (threshold",
+        "  pushed up to clear every corpus chunk) to 0.509; the third batch of dev_extra raised it on the passages",
+        "  that were there before from about 0.51 to 0.62-0.66; a fourth batch (283 passages) did not move it",
+        "  beyond the noise between repeats and was left out. Scoring the highest of one- and two-sentence windows",
+        "  (a classifier fitted on whole passages, or also on benign windows) lowered out-of-fold recall (0.43 and",
+        "  0.38 against 0.51): the windows of long benign corpus chunks scored higher than whole chunks, so the",
+        "  threshold had to rise; it would also have run the clause features once per window.",
         "- The classifier (src/ingest/injection_score.py): logistic regression over TF-IDF weighted hashed word",
         "  1-2-grams and character 2-5-grams (word and character parts each of unit length; the idf ships with the",
         "  weights) and the clause features, C 30, clause scale 0.5 (evals/injection/train.py lists the settings",
-        "  compared). TF-IDF instead of plain damped counts raised out-of-fold recall at FPR 0.02 from about 0.46 to",
-        "  0.5-0.6 in the comparisons made; more development data is what moved held-out most.",
+        "  compared). The clause features read each clause once and give a pair of clauses the union of its",
+        "  clauses' flags, 25% less CPU than reading every pair again.",
         "- `long_text` is left out of the classifier: length looked like a signal on dev (attacks embedded in long",
         "  prose) and flagged four benign corpus documents.",
         "- Public labelled collections: none was brought into the repository (no packaged set with a licence that",
