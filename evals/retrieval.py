@@ -15,7 +15,7 @@ from evals.metrics import Ranked, mean, ndcg_at, recall_at, reciprocal_rank
 from kb_core.embedders.base import Embedder
 from kb_core.roles import Classification, Role
 from kb_server.db.pools import RoleConnections
-from kb_server.search import DEFAULT_BM25, DEFAULT_FUSION, TEXT_QUERY, TEXT_RANK, Bm25, Fusion, Hit, hybrid_search
+from kb_server.search import CANDIDATES, DEFAULT_FUSION, TEXT_QUERY, TEXT_RANK, Bm25, Fusion, Hit, hybrid_search
 
 MODES = ("hybrid", "vector", "text")
 
@@ -91,9 +91,10 @@ async def run_questions(
     role: Role | None = None,
     name: str | None = None,
     fusion: Fusion = DEFAULT_FUSION,
-    bm25: Bm25 = DEFAULT_BM25,
+    bm25: Bm25 | None = None,
     vectors: dict[str, np.ndarray] | None = None,
     find_identifiers: bool = True,
+    candidates: int = CANDIDATES,
 ) -> Run:
     """Every question as its own role (or `role` for all), the way search_knowledge_base runs it."""
     outcomes = []
@@ -118,6 +119,7 @@ async def run_questions(
                 bm25=bm25,
                 find_identifiers=find_identifiers,
                 as_of=question.as_of,
+                candidates=candidates,
             )
             outcomes.append(Outcome(question, hits, time.perf_counter() - started))
     return Run(name or f"{mode} ({text_query}, {text_rank})", outcomes)

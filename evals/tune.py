@@ -9,6 +9,7 @@ identifiers, so the SQL's table dedupe and identifier grades do not apply there)
 
     python -m evals.tune                 # BM25 grid, then the fusion grid
     python -m evals.tune --skip-bm25     # the fusion grid only
+    python -m evals.tune --joint         # BM25 x fusion x normalisation x candidates together (evals/tuning.json)
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from evals import vaswani
 from evals.golden import GoldenQuestion, load_golden
@@ -45,6 +48,12 @@ FIRST_BONUSES = (0.0, 0.01, 0.02)
 # holding a named identifier above any weighted sum (at most 1 plus the bonuses).
 CONVEX_VECTOR_WEIGHTS = (0.4, 0.5, 0.6, 0.7)
 CONVEX_FIRST_BONUSES = (0.0, 0.05)
+# The joint grid: BM25 and the convex fusion chosen together, since a flatter BM25 (lower b) changes how the text
+# leg's scores spread and so what weight suits it. Golden at the served 50 candidates per leg and at 100; NPL always
+# ranks 1,000.
+JOINT_VECTOR_WEIGHTS = (0.5, 0.6, 0.7)
+JOINT_METHODS = {"convex": 2.0, "zscore": 10.0}  # normalisation -> the identifier bonus that keeps identifiers first
+JOINT_CANDIDATES = (50, 100)
 
 
 def fusion_grid() -> list[Fusion]:
@@ -76,9 +85,10 @@ def fuse(legs: dict[str, list[tuple[Any, float]]], fusion: Fusion, depth: int) -
     for leg, ranked in legs.items():
         raw = [score for _, score in ranked]
         low, high = (min(raw), max(raw)) if raw else (0.0, 0.0)
+        spread = (high - low) if fusion.method == "convex" else float(np.std(raw)) if raw else 0.0
         for rank, (key, score) in enumerate(ranked, start=1):
-            if fusion.method == "convex":
-                part = weights[leg] * ((score - low) / (high - low) if high > low else 1.0)
+            if fusion.method in ("convex", "zscore"):
+                part = weights[leg] * ((score - low) / spread if spread > 0 else 1.0)
             else:
                 part = weights[leg] / (fusion.rrf_k + rank)
             bonus = fusion.first_bonus if rank == 1 else 0.0
@@ -129,10 +139,48 @@ def npl_legs(server: str, embedder, collection, ids, bm25: Bm25, vectors) -> dic
     return out
 
 
+def joint(results: dict[str, Any], corpus_server, npl_server, model, dev, collection, npl_dev, parts) -> None:
+    """Every BM25 setting x convex fusion x normalisation (x candidates on golden), into results["joint"]."""
+    grid = results.setdefault("joint", {})
+    golden_vectors = {q.id: model.embed_query(q.question) for q in dev}
+    npl_vectors = {qid: model.embed_query(collection.queries[qid]) for qid in npl_dev}
+    for k1, b in itertools.product(K1S, BS):
+        bm25 = Bm25(k1, b, 1.0)
+        npl = npl_legs(npl_server, model, collection, npl_dev, bm25, npl_vectors) if "npl" in parts else None
+        for (method, bonus_for_identifiers), weight, bonus in itertools.product(
+            JOINT_METHODS.items(), JOINT_VECTOR_WEIGHTS, CONVEX_FIRST_BONUSES
+        ):
+            fusion = Fusion(RRF_K, weight, round(1.0 - weight, 2), bonus, bonus_for_identifiers, method)
+            npl_map = None
+            if npl is not None:
+                fused = {qid: fuse(legs, fusion, vaswani.DEPTH) for qid, legs in npl.items()}
+                npl_map = vaswani.measures(fused, collection.qrels, npl_dev)["MAP"]
+            for candidates in JOINT_CANDIDATES if "golden" in parts else ():
+                entry = {"bm25": asdict(bm25), "fusion": asdict(fusion), "candidates": candidates, "npl_map": npl_map}
+                run = asyncio.run(
+                    run_questions(
+                        corpus_server,
+                        model,
+                        dev,
+                        fusion=fusion,
+                        bm25=bm25,
+                        vectors=golden_vectors,
+                        candidates=candidates,
+                    )
+                )
+                entry["golden_recall_at_5"], entry["golden_mrr"] = run.overall.recall_at_5, run.overall.mrr
+                entry["objective"] = objective({k: v for k, v in entry.items() if v is not None})
+                grid[json.dumps({k: entry[k] for k in ("bm25", "fusion", "candidates")})] = entry
+                print(json.dumps(entry), flush=True)
+    chosen = best(grid)
+    results["joint_best"] = {k: chosen[k] for k in ("bm25", "fusion", "candidates")} if chosen else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip-bm25", action="store_true")
     parser.add_argument("--skip-fusion", action="store_true")
+    parser.add_argument("--joint", action="store_true", help="only the joint BM25 x fusion grid")
     parser.add_argument("--parts", default="golden,npl", help="which development sets to measure")
     args = parser.parse_args(argv)
     parts = set(args.parts.split(","))
@@ -152,6 +200,12 @@ def main(argv: list[str] | None = None) -> int:
 
     def save() -> None:
         out_path.write_text(json.dumps(results, indent=1) + "\n")
+
+    if args.joint:
+        joint(results, corpus_server, npl_server, model, dev, collection, npl_dev, parts)
+        save()
+        print(json.dumps({"joint_best": results["joint_best"]}))
+        return 0
 
     if not args.skip_bm25:
         grid = results.setdefault("bm25", {})

@@ -25,7 +25,7 @@ from ingest.pipeline import Ingestor, IngestResult
 from kb_core.db.targets import reader_conninfo
 from kb_core.embedders.base import Embedder
 from kb_core.roles import Role
-from kb_server.search import DEFAULT_BM25, DEFAULT_FUSION, Bm25, Fusion, hybrid_search
+from kb_server.search import DEFAULT_FUSION, Bm25, Fusion, hybrid_search
 
 DATASET = Path(
     os.environ.get("KB_VASWANI_DIR", Path(__file__).resolve().parents[2] / "shared" / "datasets" / "vaswani")
@@ -102,7 +102,7 @@ async def run(
     text_rank: str,
     query_ids: Sequence[str] | None = None,
     fusion: Fusion = DEFAULT_FUSION,
-    bm25: Bm25 = DEFAULT_BM25,
+    bm25: Bm25 | None = None,
     vectors: dict[str, np.ndarray] | None = None,
 ) -> dict[str, list[str]]:
     """qid -> ranked docnos (of `query_ids`, default every query); `vectors` reuses query embeddings."""
@@ -131,7 +131,7 @@ async def run_scored(
     text_rank: str,
     query_ids: Sequence[str] | None = None,
     fusion: Fusion = DEFAULT_FUSION,
-    bm25: Bm25 = DEFAULT_BM25,
+    bm25: Bm25 | None = None,
     vectors: dict[str, np.ndarray] | None = None,
 ) -> dict[str, list[tuple[str, float | None]]]:
     """qid -> (docno, score) of each hit in rank order: the leg's own score (cosine similarity or BM25) for a

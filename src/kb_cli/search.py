@@ -72,8 +72,8 @@ async def run_search(
             )
         console.print(table)
         console.print(
-            "score = 0.6 × vector similarity + 0.4 × BM25, each rescaled to 0-1 over its leg's top 50 (– : not in "
-            "that leg's top 50), + 0.05 for a leg's first, + 2 per identifier grade",
+            "score = 0.6 × vector similarity + 0.4 × BM25, each in standard deviations above the lowest of its "
+            "leg's top 50 (– : not in that leg's top 50), + 0.05 for a leg's first, + 10 per identifier grade",
             highlight=False,
         )
         return

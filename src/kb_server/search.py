@@ -33,7 +33,8 @@ CANDIDATES = 50  # per leg
 @dataclass(frozen=True)
 class Fusion:
     """How the two legs become one score. "rrf": sum(weight / (rrf_k + rank)); "convex": sum(weight x the leg's
-    score min-max normalised over its candidates), 0 from a leg that did not find the chunk. Either way plus
+    score min-max normalised over its candidates; "zscore": in standard deviations above the lowest of them), 0 from
+    a leg that did not find the chunk. Either way plus
     `first_bonus` for a chunk a leg ranks first, and `identifier_bonus` per identifier grade. The field defaults
     are the LLD's plain RRF; DEFAULT_FUSION is what the server runs (evals/report.md has every variant)."""
 
@@ -42,7 +43,11 @@ class Fusion:
     text_weight: float = 1.0
     first_bonus: float = 0.0
     identifier_bonus: float = 1.0  # above any rank sum: a chunk holding a named identifier comes first
-    method: str = "rrf"  # or "convex": weights times each leg's min-max normalised score instead of 1/(k + rank)
+    # or "convex": weights times each leg's min-max normalised score instead of 1/(k + rank); or "zscore": the same
+    # with each leg's score counted in standard deviations above its lowest candidate, so a leg whose best stand far
+    # out from the rest weighs more than one whose scores are bunched. Over n candidates that is at most n/sqrt(n-1)
+    # (7.1 at 50): identifier_bonus 10 keeps a named identifier's chunk first there.
+    method: str = "rrf"
 
 
 @dataclass(frozen=True)
@@ -68,16 +73,22 @@ class Bm25:
         }
 
 
-# Served: the convex combination evals.tune chose on the development split (golden dev MRR + NPL dev MAP), which
-# then beat the LLD's RRF k 60 on both held-out parts (the rule for leaving it): golden held-out recall@5 0.907
-# and MRR 0.821 against 0.884 and 0.778, NPL held-out MAP 0.340 against 0.337 (evals/report.md). RRF throws the
-# legs' scores away: a chunk the vector leg finds far closer than anything else counts only as "rank 1", and a
-# chunk at rank 10 on both legs outranks it. identifier_bonus 2 keeps a chunk holding a named identifier above
-# any weighted sum (at most 1 plus twice first_bonus).
+# Served: the fusion evals.tune --joint chose on the development split (golden dev MRR + NPL dev MAP over BM25 k1 x b
+# x leg weight x bonus x normalisation): each leg's score in standard deviations above its lowest candidate,
+# 0.6 vector + 0.4 text, +0.05 for a leg's first, BM25 k1 1.2 b 0.3 (golden dev MRR 0.790 and NPL dev MAP 0.369,
+# against 0.785 and 0.357 for the min-max fusion with k1 1.2 b 0.75 it replaced; evals/report.md has both parts of
+# every variant). Min-max normalisation maps every leg's best onto 1 however far ahead it is; counted in standard
+# deviations, a leg whose best candidates stand out from the rest outweighs one whose scores are bunched. RRF (the
+# LLD's) throws the scores away altogether. identifier_bonus 10 keeps a chunk holding a named identifier above any
+# weighted sum (at most 50/sqrt(49) + 2 x first_bonus over 50 candidates).
 DEFAULT_FUSION = Fusion(
-    RRF_K, vector_weight=0.6, text_weight=0.4, first_bonus=0.05, identifier_bonus=2.0, method="convex"
+    RRF_K, vector_weight=0.6, text_weight=0.4, first_bonus=0.05, identifier_bonus=10.0, method="zscore"
 )
-DEFAULT_BM25 = Bm25()
+# The hybrid's BM25 normalises less for length (b 0.3) than the text leg alone does best with: in degraded mode (no
+# query vector) the text leg is the whole answer and keeps rank_bm25's k1 1.2 b 0.75 (NPL text-only MAP 0.289
+# against 0.281 with b 0.3).
+DEFAULT_BM25 = Bm25(1.2, 0.3)
+TEXT_ONLY_BM25 = Bm25(1.2, 0.75)
 
 # Each leg is a subquery ordered by its own index (HNSW distance, or a rank over GIN matches) and
 # limited to the candidates; row_number() then gives the leg's rank. The vector leg orders by embedding_key,
@@ -260,9 +271,12 @@ fused AS (
            min(raw) FILTER (WHERE leg = 'vector') AS vector_score,
            min(raw) FILTER (WHERE leg = 'text') AS text_score
     FROM (SELECT chunk_id, classification, rank, leg, exact, raw,
-                 -- the convex combination's scale: each leg's scores mapped onto [0, 1] over its candidates
+                 -- the convex combination's scale: each leg's scores mapped onto [0, 1] over its candidates, or
+                 -- ("zscore") measured from the leg's lowest candidate in the leg's standard deviations
                  coalesce((raw - min(raw) OVER (PARTITION BY leg))
-                          / nullif(max(raw) OVER (PARTITION BY leg) - min(raw) OVER (PARTITION BY leg), 0), 1.0)
+                          / nullif(CASE WHEN %(zscore)s THEN stddev_pop(raw) OVER (PARTITION BY leg)
+                                        ELSE max(raw) OVER (PARTITION BY leg) - min(raw) OVER (PARTITION BY leg) END,
+                                   0), 1.0)
                      AS normalised
           FROM (SELECT chunk_id, classification, rank, 'vector' AS leg, 0 AS exact, score AS raw FROM vector_hits
                 UNION ALL
@@ -389,7 +403,8 @@ def statement_params(
         "vector_weight": fusion.vector_weight,
         "text_weight": fusion.text_weight,
         "first_bonus": fusion.first_bonus,
-        "convex": fusion.method == "convex",
+        "convex": fusion.method in ("convex", "zscore"),
+        "zscore": fusion.method == "zscore",
         "identifier_bonus": fusion.identifier_bonus,
         "identifiers": identifiers_in(text) if find_identifiers else [],
         "as_of": None,
@@ -437,12 +452,15 @@ async def hybrid_search(
     text_rank: str = TEXT_RANK,
     with_text: bool = True,
     fusion: Fusion = DEFAULT_FUSION,
-    bm25: Bm25 = DEFAULT_BM25,
+    bm25: Bm25 | None = None,
     find_identifiers: bool = True,
     as_of: date | None = None,
 ) -> list[Hit]:
     """Run the hybrid query as `role` in one round trip; `vector` None runs the full-text leg alone. With
-    `as_of`, each document answers with its version in force on that date."""
+    `as_of`, each document answers with its version in force on that date. `bm25` None: the served setting for
+    the hybrid, or the text leg's own when there is no vector."""
+    if bm25 is None:
+        bm25 = DEFAULT_BM25 if vector is not None else TEXT_ONLY_BM25
     params = statement_params(
         text=text,
         vector=vector,

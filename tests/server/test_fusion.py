@@ -1,8 +1,11 @@
 """How the two legs become one ranking (kb_server.search.Fusion): the LLD's Reciprocal Rank Fusion over each
 leg's ranks, or a convex combination of each leg's own scores (cosine similarity, BM25) min-max normalised over
-its candidates. Either way a chunk holding an identifier the question names comes first."""
+its candidates or counted in standard deviations above the lowest of them. Either way a chunk holding an
+identifier the question names comes first."""
 
 from __future__ import annotations
+
+import statistics
 
 import psycopg
 import pytest
@@ -24,6 +27,7 @@ SECTIONS = {
     "6. Training": "New analysts shadow a senior analyst for their first month of break handling.",
 }
 CONVEX = Fusion(vector_weight=0.6, text_weight=0.4, identifier_bonus=2.0, method="convex")
+ZSCORE = Fusion(vector_weight=0.6, text_weight=0.4, identifier_bonus=10.0, method="zscore")
 SERVED = DEFAULT_FUSION
 
 
@@ -49,11 +53,13 @@ async def search(database: DatabaseTargets, embedder, text: str, fusion: Fusion 
         )
 
 
-def normalised(hits: list[Hit], leg: str) -> dict[str, float]:
-    """Each chunk's min-max normalised score in `leg`, over the leg's candidates (here: every hit it ranked)."""
+def normalised(hits: list[Hit], leg: str, method: str = "convex") -> dict[str, float]:
+    """Each chunk's normalised score in `leg`, over the leg's candidates (here: every hit it ranked): min-max, or
+    ("zscore") in population standard deviations above the lowest."""
     raw = {h.section_path: getattr(h, f"{leg}_score") for h in hits if getattr(h, f"{leg}_rank") is not None}
     low, high = min(raw.values()), max(raw.values())
-    return {path: (score - low) / (high - low) for path, score in raw.items()}
+    spread = statistics.pstdev(raw.values()) if method == "zscore" else high - low
+    return {path: (score - low) / spread for path, score in raw.items()}
 
 
 async def test_the_convex_fusion_scores_a_chunk_by_its_legs_normalised_scores_times_their_weights(
@@ -71,10 +77,21 @@ async def test_the_convex_fusion_scores_a_chunk_by_its_legs_normalised_scores_ti
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
-async def test_the_served_fusion_is_the_convex_one_with_a_bonus_for_each_legs_first(procedure, local_embedder):
-    assert SERVED.method == "convex"  # chosen in evals/report.md; this test checks what the server then computes
+async def test_the_zscore_fusion_counts_each_legs_score_in_standard_deviations_above_its_lowest(
+    procedure, local_embedder
+):
+    hits = await search(procedure, local_embedder, "who takes a large treasury difference", ZSCORE)
+    vector, text = normalised(hits, "vector", "zscore"), normalised(hits, "text", "zscore")
+    assert max(vector.values()) > 1.0  # not min-max: the best is more than the whole range's one unit
+    expected = [0.6 * vector.get(h.section_path, 0.0) + 0.4 * text.get(h.section_path, 0.0) for h in hits]
+    assert [h.score for h in hits] == pytest.approx(expected, abs=1e-6)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+async def test_the_served_fusion_is_the_zscore_one_with_a_bonus_for_each_legs_first(procedure, local_embedder):
+    assert SERVED.method == "zscore"  # chosen in evals/report.md; this test checks what the server then computes
     hits = await search(procedure, local_embedder, "who takes a large treasury difference")
-    vector, text = normalised(hits, "vector"), normalised(hits, "text")
+    vector, text = normalised(hits, "vector", "zscore"), normalised(hits, "text", "zscore")
     expected = [
         SERVED.vector_weight * vector.get(h.section_path, 0.0)
         + SERVED.text_weight * text.get(h.section_path, 0.0)
@@ -90,7 +107,7 @@ async def test_the_rrf_fusion_scores_a_chunk_by_its_ranks_alone(procedure, local
     assert [h.score for h in hits] == pytest.approx(expected, abs=1e-9)
 
 
-@pytest.mark.parametrize("fusion", [Fusion(), CONVEX, SERVED], ids=["rrf", "convex", "served"])
+@pytest.mark.parametrize("fusion", [Fusion(), CONVEX, ZSCORE, SERVED], ids=["rrf", "convex", "zscore", "served"])
 async def test_a_chunk_holding_a_named_error_code_comes_first_under_either_fusion(procedure, local_embedder, fusion):
     hits = await search(procedure, local_embedder, "the overnight ledger job failed with RCN-E404, what now", fusion)
     assert hits[0].section_path.endswith("4. Error Codes")
