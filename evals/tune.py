@@ -169,7 +169,8 @@ def joint(results: dict[str, Any], corpus_server, npl_server, model, dev, collec
                     )
                 )
                 entry["golden_recall_at_5"], entry["golden_mrr"] = run.overall.recall_at_5, run.overall.mrr
-                entry["objective"] = objective({k: v for k, v in entry.items() if v is not None})
+                scores = {"golden_mrr": run.overall.mrr, **({"npl_map": npl_map} if npl_map is not None else {})}
+                entry["objective"] = objective(scores)
                 grid[json.dumps({k: entry[k] for k in ("bm25", "fusion", "candidates")})] = entry
                 print(json.dumps(entry), flush=True)
     chosen = best(grid)

@@ -74,13 +74,13 @@ class Bm25:
 
 
 # Served: the fusion evals.tune --joint chose on the development split (golden dev MRR + NPL dev MAP over BM25 k1 x b
-# x leg weight x bonus x normalisation): each leg's score in standard deviations above its lowest candidate,
-# 0.6 vector + 0.4 text, +0.05 for a leg's first, BM25 k1 1.2 b 0.3 (golden dev MRR 0.790 and NPL dev MAP 0.369,
-# against 0.785 and 0.357 for the min-max fusion with k1 1.2 b 0.75 it replaced; evals/report.md has both parts of
-# every variant). Min-max normalisation maps every leg's best onto 1 however far ahead it is; counted in standard
-# deviations, a leg whose best candidates stand out from the rest outweighs one whose scores are bunched. RRF (the
-# LLD's) throws the scores away altogether. identifier_bonus 10 keeps a chunk holding a named identifier above any
-# weighted sum (at most 50/sqrt(49) + 2 x first_bonus over 50 candidates).
+# x leg weight x bonus x normalisation, at the served 50 candidates per leg): each leg's score in standard deviations
+# above its lowest candidate, 0.6 vector + 0.4 text, +0.05 for a leg's first, BM25 k1 1.2 b 0.3 (golden dev MRR 0.790
+# and NPL dev MAP 0.369, against 0.785 and 0.357 for the min-max fusion with k1 1.2 b 0.75 it replaced;
+# evals/report.md has both parts of every variant). Min-max normalisation maps every leg's best onto 1 however far
+# ahead it is; counted in standard deviations, a leg whose best candidates stand out from the rest outweighs one
+# whose scores are bunched. RRF (the LLD's) throws the scores away altogether. identifier_bonus 10 keeps a chunk
+# holding a named identifier above any weighted sum (at most 50/sqrt(49) + 2 x first_bonus over 50 candidates).
 DEFAULT_FUSION = Fusion(
     RRF_K, vector_weight=0.6, text_weight=0.4, first_bonus=0.05, identifier_bonus=10.0, method="zscore"
 )
