@@ -32,9 +32,9 @@ DOCUMENTS = [
     ("SEC-GDE-964", "internal"),
 ]
 # Measured when this set was written: 17 of the 40 flagged; 25 once the scanner read look-alike letters,
-# leetspeak and five more languages. Raise it as the scanner
-# learns; a drop means the scanner lost something it caught.
-FLAGGED_FLOOR = 25
+# leetspeak and five more languages; 35 with the clause classifier of scanner version 6. Raise it as the
+# scanner learns; a drop means the scanner lost something it caught.
+FLAGGED_FLOOR = 35
 
 
 def documents() -> dict[str, str]:
