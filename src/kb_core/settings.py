@@ -103,6 +103,17 @@ class EmbeddingSettings(BaseSettings):
     batch_size: int = Field(64, ge=1, le=2048, validation_alias="KB_EMBED_BATCH_SIZE")
     max_retries: int = Field(6, ge=0, le=20, validation_alias="KB_EMBED_MAX_RETRIES")
     request_timeout_s: float = Field(30.0, gt=0, le=600, validation_alias="KB_EMBED_TIMEOUT_S")
+    concurrency: int = Field(
+        4,
+        ge=1,
+        le=64,
+        validation_alias="KB_EMBED_CONCURRENCY",
+        description="OpenAI embedder: embedding requests in flight at once, per process.",
+    )
+    # OpenAI's usage tier 1 limits for text-embedding-3-large: set your organisation's, divided by the number
+    # of processes that embed at once (each keeps its own count).
+    requests_per_minute: int = Field(3000, ge=1, validation_alias="KB_EMBED_RPM")
+    tokens_per_minute: int = Field(1_000_000, ge=1, validation_alias="KB_EMBED_TPM")
     query_timeout_s: float = Field(
         3.0,
         gt=0,

@@ -286,6 +286,16 @@ def test_reserved_concurrency_is_small_and_equals_the_event_source_maximum_concu
     assert template["Parameters"]["WorkerConcurrency"]["MinValue"] == 2
 
 
+def test_the_worker_instances_together_keep_to_the_default_openai_rate_limits(template, resources):
+    # Each instance counts its own budget (kb_core.embedders.rate_limit): the defaults' sum over the
+    # instances must stay within the organisation's limits the settings default to (tier 1).
+    variables = worker(resources)["Environment"]["Variables"]
+    instances = default_of(template, worker(resources)["ReservedConcurrentExecutions"])
+    defaults = EmbeddingSettings.model_fields
+    assert default_of(template, variables["KB_EMBED_RPM"]) * instances <= defaults["requests_per_minute"].default
+    assert default_of(template, variables["KB_EMBED_TPM"]) * instances <= defaults["tokens_per_minute"].default
+
+
 def test_the_worker_is_configured_with_the_settings_own_variable_names(template, resources, monkeypatch):
     names: set[str] = set()
     for model in (DatabaseSettings, EmbeddingSettings, AwsSettings, ServerSettings):
