@@ -11,6 +11,7 @@ ratios, written to bench/results.md and bench/results.json. `--quick` runs every
     python -m bench --parts parse            # only parse throughput (PDF pages/s, DOCX paragraphs/s), likewise
     python -m bench --parts parse_text       # only parse throughput (Markdown, HTML, OpenAPI), into the results
     python -m bench --parts ingest           # only the corpus ingest against its embedding calls, likewise
+    python -m bench --parts openai           # only the OpenAI embedder by requests in flight, and its rate limit
 """
 
 from __future__ import annotations
@@ -29,7 +30,20 @@ import psycopg
 from evals.golden import load_golden
 from evals.run import fresh_database
 
-from bench import audit, corpus, ingest_bench, machine, parse, parse_text, realism, report, scale, storage, versions
+from bench import (
+    audit,
+    corpus,
+    ingest_bench,
+    machine,
+    openai_rate,
+    parse,
+    parse_text,
+    realism,
+    report,
+    scale,
+    storage,
+    versions,
+)
 from bench.database import start_database
 from bench.synthetic import SyntheticCorpus, load, query_vectors
 from kb_core.db.embedded import EmbeddedPostgres
@@ -48,13 +62,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state", type=Path, default=REPO / ".kb-bench", help="the benchmark database's folder")
     parser.add_argument(
         "--parts",
-        choices=("all", "versions", "parse", "parse_text", "scale", "storage", "ingest", "audit"),
+        choices=("all", "versions", "parse", "parse_text", "scale", "storage", "ingest", "audit", "openai"),
         default="all",
         help="versions: only the point-in-time (as_of) part; parse: only PDF and DOCX parse throughput; "
         "parse_text: only Markdown, HTML and OpenAPI parse throughput; scale: only the synthetic runs at --scales x "
         "--dims (and the real-vector comparison); storage: vector vs halfvec and HNSW settings at --scales x "
         "--dims; ingest: only the corpus ingest against its embedding calls; audit: only the audit record's cost "
-        "(run it on a quiet machine); each merged into the existing results",
+        "(run it on a quiet machine); openai: the OpenAI embedder's chunks/s at 1, 4 and 8 requests in flight "
+        "against a local wire-format server, and its rate limit holding; each merged into the existing results",
     )
     parser.add_argument(
         "--no-naive",
@@ -77,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         return ingest_only(args)
     if args.parts == "audit":
         return audit_only(args)
+    if args.parts == "openai":
+        return openai_only(args)
     started = time.perf_counter()
     state = Path(tempfile.mkdtemp(prefix="kosha-kb-bench-")) if args.quick else args.state
     state.mkdir(exist_ok=True)
@@ -106,6 +123,14 @@ def main(argv: list[str] | None = None) -> int:
     results["parse_text"] = {**parse_text.run(quick=args.quick), "commit": results["machine"]["commit"]}
     results["server_memory"] = corpus.server_memory(
         targets, searches=16 if args.quick else 400, clients=4 if args.quick else 8
+    )
+
+    load_before = os.getloadavg()[0]
+    results["openai"] = openai_rate.run(superuser, quick=args.quick)
+    results["openai"].update(
+        load=[round(load_before, 2), round(os.getloadavg()[0], 2)],
+        command=results["command"],
+        commit=results["machine"]["commit"],
     )
 
     print("parse throughput ...", flush=True)
@@ -360,6 +385,31 @@ def audit_only(args: argparse.Namespace) -> int:
     lines = [row if line.startswith(f"| {target} |") else line for line in text.split("\n")]
     markdown.write_text("\n".join(lines))
     print(f"wrote {markdown}: the audit record adds {measured['p95_added_ms']:.2f} ms to the tool call p95")
+    return 0
+
+
+def openai_only(args: argparse.Namespace) -> int:
+    """The OpenAI embedder part alone, merged into the existing results.json and results.md (its section, put
+    before the server-memory section if new)."""
+    started = time.perf_counter()
+    results = json.loads((args.out / "results.json").read_text())
+    state = Path(tempfile.mkdtemp(prefix="kosha-kb-bench-")) if args.quick else args.state
+    state.mkdir(exist_ok=True)
+    superuser = start_database(state, tuned=not args.quick)
+    load_before = os.getloadavg()[0]
+    measured = openai_rate.run(superuser, quick=args.quick)
+    measured["load"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+    measured["command"] = "python -m bench --parts openai" + (" --quick" if args.quick else "")
+    measured["commit"] = parse_text.commit()
+    measured["seconds"] = round(time.perf_counter() - started, 1)
+    results["openai"] = measured
+    _save_json(args.out, results)
+    markdown = args.out / "results.md"
+    markdown.write_text(parse.splice(markdown.read_text(), openai_rate.render(measured)))
+    print(f"wrote {markdown} in {measured['seconds']:.0f} s")
+    if args.quick:
+        EmbeddedPostgres(state).stop()
+        shutil.rmtree(state, ignore_errors=True)
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bench import ingest_bench, parse_text, realism, sizing, storage
+from bench import ingest_bench, openai_rate, parse_text, realism, sizing, storage
 
 
 def _ms(stats: dict[str, float]) -> str:
@@ -117,6 +117,7 @@ def render(r: dict[str, Any]) -> str:
         *ingest_bench.render(ingest),
         *_parse(r),
         *parse_text.render(r.get("parse_text")),
+        *(openai_rate.render(r["openai"]) if r.get("openai") else []),
         "## MCP server memory",
         "",
         f"`kb serve --transport http` with the local embedder loaded: {memory['idle_mb']} MB idle, "

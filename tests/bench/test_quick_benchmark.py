@@ -50,3 +50,9 @@ def test_the_quick_benchmark_runs_every_part_and_writes_its_results(tmp_path):
     assert all(c["chunks"] > 0 and c["bytes"] > 0 for c in text_formats["cases"])
     assert all(o["chunks"] == o["operations"] and o["operations_per_s"] > 0 for o in text_formats["openapi"])
     assert "## Parse throughput: Markdown, HTML, OpenAPI" in (tmp_path / "results.md").read_text()
+    openai_part = results["openai"]  # through the real openai client, to the local wire-format server
+    assert [x["in_flight"] for x in openai_part["ingest"]] == [1, 4, 8]
+    assert all(x["failed"] == 0 and x["chunks_embedded"] > 0 for x in openai_part["ingest"])
+    assert openai_part["ingest"][0]["peak_in_flight"] == 1  # one at a time means one
+    assert openai_part["rate_limit"]["requests"] > 0 and openai_part["rate_limit"]["answered_429"] == 0
+    assert "## OpenAI embedder: requests in flight and the rate limit" in (tmp_path / "results.md").read_text()

@@ -49,6 +49,7 @@ class EmbeddingsServer:
     peak_in_flight: int = 0
     rate_limited: int = 0  # 429s answered for going over requests_per_window
     arrivals: list[float] = field(default_factory=list)  # of the requests answered 200, within the window
+    arrival_times: list[float] = field(default_factory=list)  # time.monotonic() of every request
 
     def reply_status(self) -> tuple[int, str | None]:
         """The status to answer with and its Retry-After."""
@@ -93,6 +94,7 @@ def embeddings_server(
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             with lock:
                 state.requests.append({**body, "authorization": self.headers.get("Authorization")})
+                state.arrival_times.append(time.monotonic())
                 status, retry_after = state.reply_status()
                 state.in_flight += 1
                 state.peak_in_flight = max(state.peak_in_flight, state.in_flight)
