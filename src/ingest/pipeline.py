@@ -25,6 +25,7 @@ from ingest.chunker import chunk_document
 from ingest.document import Header, ParseError
 from ingest.injection import scan_chunk
 from ingest.parsers import FORMATS, parse_document
+from ingest.parsers.budget import Deadline
 from ingest.upsert import (
     PreparedChunk,
     VersionConflict,
@@ -187,8 +188,11 @@ class Ingestor:
         return functools.partial(self._parse, data, name, source_uri, sha256, started)
 
     def _parse(self, data: bytes, name: str, source_uri: str, sha256: str, started: float) -> _Parsed:
-        """Parse, chunk and scan: CPU work alone, no database."""
+        """Parse, chunk and scan: CPU work alone, no database. KB_MAX_PARSE_SECONDS covers all three: scanning
+        a chunk costs a few milliseconds, so a file of many thousand chunks could otherwise run past the
+        worker's timeout after its parse finished in time."""
         mark = time.perf_counter()
+        deadline = Deadline(self.max_parse_seconds)
         try:
             document = parse_document(
                 data,
@@ -203,15 +207,17 @@ class Ingestor:
         # The configured embedder's input limit; the local model windows any length, so the production one.
         limit = getattr(self.embedder, "max_input_tokens", None) or EMBEDDING_INPUT_LIMIT
         header = document.header
-        prepared = [
-            PreparedChunk(
-                chunk,
-                text := chunk.embedding_text(header.title) if self.contextual_prefix else chunk.content,
-                embedding_sha256(self.embedder.space.model, text),
-                tuple(scan_chunk(chunk.section_path, chunk.content)),
-            )
-            for chunk in chunk_document(document, max_tokens=limit)
-        ]
+        try:
+            chunks = chunk_document(document, max_tokens=limit)
+            deadline.check("document", "its chunking")
+            prepared = []
+            for number, chunk in enumerate(chunks, start=1):
+                text = chunk.embedding_text(header.title) if self.contextual_prefix else chunk.content
+                findings = tuple(scan_chunk(chunk.section_path, chunk.content))
+                prepared.append(PreparedChunk(chunk, text, embedding_sha256(self.embedder.space.model, text), findings))
+                deadline.check("document", f"the injection scan of chunk {number:,} of {len(chunks):,}")
+        except ParseError as exc:
+            return _Parsed(source_uri, sha256, started, failure=_reason(exc))
         return _Parsed(
             source_uri,
             sha256,

@@ -64,3 +64,33 @@ def test_the_ingestor_reports_a_file_over_the_memory_budget_as_failed_and_stores
     assert counting_embedder.calls == 0
     with psycopg.connect(database.ingest) as conn:
         assert conn.execute("SELECT count(*) FROM kb.documents").fetchone() == (0,)
+
+
+def test_a_file_whose_chunks_take_too_long_to_scan_fails_naming_the_parse_time_limit(
+    database, counting_embedder, monkeypatch
+):
+    # The parse of these 40 sections takes milliseconds; the scan is made slow (a stand-in for the thousands of
+    # chunks of a large file, at a few ms each): KB_MAX_PARSE_SECONDS must cover it too, and nothing is stored.
+    import time
+
+    from ingest import pipeline
+
+    real_scan = pipeline.scan_chunk
+
+    def slow_scan(section_path: str, content: str):  # type: ignore[no-untyped-def]
+        time.sleep(0.05)
+        return real_scan(section_path, content)
+
+    monkeypatch.setattr(pipeline, "scan_chunk", slow_scan)
+    sections = {f"{n}. Control {n}": f"The analyst records case {n} and its reason." for n in range(1, 41)}
+    data = markdown_document(sections=sections).encode()
+    with pipeline.Ingestor(database.ingest, counting_embedder, max_bytes=10**8, max_parse_seconds=0.5) as ingestor:
+        failed = ingestor.ingest(data, name="slow.md", source_uri="file:///inbox/slow.md")
+        assert failed.outcome == "failed"
+        assert "0.5 s limit (KB_MAX_PARSE_SECONDS)" in (failed.reason or "") and "injection scan" in failed.reason
+        assert counting_embedder.calls == 0
+        with psycopg.connect(database.ingest) as conn:
+            assert conn.execute("SELECT count(*) FROM kb.documents").fetchone() == (0,)
+        # With time enough, the same file ingests.
+        ingestor.max_parse_seconds = 120
+        assert ingestor.ingest(data, name="slow.md", source_uri="file:///inbox/slow.md").outcome == "ingested"
