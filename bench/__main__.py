@@ -198,6 +198,24 @@ def _save_json(out: Path, results: dict[str, Any]) -> None:
     (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
 
 
+def _stamp_part(args: argparse.Namespace, part: str, measured: dict[str, Any], started: float) -> None:
+    """Stamp one `--parts` run's figures with its command, commit and duration."""
+    measured["command"] = f"python -m bench --parts {part}" + (" --quick" if args.quick else "")
+    measured["commit"] = parse_text.commit()
+    measured["seconds"] = round(time.perf_counter() - started, 1)
+
+
+def _merge_section(args: argparse.Namespace, key: str, measured: dict[str, Any], section: list[str]) -> None:
+    """Put one part's figures into the existing results.json and its section into results.md; only that
+    section is replaced, so notes added to the file stay."""
+    results = json.loads((args.out / "results.json").read_text())
+    results[key] = measured
+    _save_json(args.out, results)
+    markdown = args.out / "results.md"
+    markdown.write_text(parse.splice(markdown.read_text(), section))
+    print(f"wrote {markdown} in {measured['seconds']:.0f} s")
+
+
 def scale_only(args: argparse.Namespace) -> int:
     """The synthetic scale runs alone (--scales × --dims) and the real-vector comparison, merged into the
     existing results.json: an entry of the same size and dimension is replaced, the others are kept."""
@@ -311,32 +329,18 @@ def versions_only(args: argparse.Namespace) -> int:
 def parse_only(args: argparse.Namespace) -> int:
     """Parse throughput alone (no database), merged into the existing results.json."""
     started = time.perf_counter()
-    results = json.loads((args.out / "results.json").read_text())
     measured = parse.parse_benchmark(args.quick)
-    measured["command"] = "python -m bench --parts parse" + (" --quick" if args.quick else "")
-    measured["commit"] = parse_text.commit()
-    measured["seconds"] = round(time.perf_counter() - started, 1)
-    results["parse"] = measured
-    _save_json(args.out, results)
-    markdown = args.out / "results.md"
-    markdown.write_text(parse.splice(markdown.read_text(), parse.render(measured)))
-    print(f"wrote {args.out / 'results.md'} in {measured['seconds']:.0f} s")
+    _stamp_part(args, "parse", measured, started)
+    _merge_section(args, "parse", measured, parse.render(measured))
     return 0
 
 
 def parse_text_only(args: argparse.Namespace) -> int:
     """The parse-throughput part alone (no database), merged into the existing results.json."""
     started = time.perf_counter()
-    results = json.loads((args.out / "results.json").read_text())
     measured = parse_text.run(quick=args.quick)
-    measured["command"] = "python -m bench --parts parse_text" + (" --quick" if args.quick else "")
-    measured["commit"] = parse_text.commit()
-    measured["seconds"] = round(time.perf_counter() - started, 1)
-    results["parse_text"] = measured
-    _save_json(args.out, results)
-    markdown = args.out / "results.md"  # only this section is replaced: notes added to the file stay
-    markdown.write_text(parse.splice(markdown.read_text(), parse_text.render(measured)))
-    print(f"wrote {args.out / 'results.md'} in {measured['seconds']:.0f} s")
+    _stamp_part(args, "parse_text", measured, started)
+    _merge_section(args, "parse_text", measured, parse_text.render(measured))
     return 0
 
 
@@ -392,21 +396,14 @@ def openai_only(args: argparse.Namespace) -> int:
     """The OpenAI embedder part alone, merged into the existing results.json and results.md (its section, put
     before the server-memory section if new)."""
     started = time.perf_counter()
-    results = json.loads((args.out / "results.json").read_text())
     state = Path(tempfile.mkdtemp(prefix="kosha-kb-bench-")) if args.quick else args.state
     state.mkdir(exist_ok=True)
     superuser = start_database(state, tuned=not args.quick)
     load_before = os.getloadavg()[0]
     measured = openai_rate.run(superuser, quick=args.quick)
     measured["load"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
-    measured["command"] = "python -m bench --parts openai" + (" --quick" if args.quick else "")
-    measured["commit"] = parse_text.commit()
-    measured["seconds"] = round(time.perf_counter() - started, 1)
-    results["openai"] = measured
-    _save_json(args.out, results)
-    markdown = args.out / "results.md"
-    markdown.write_text(parse.splice(markdown.read_text(), openai_rate.render(measured)))
-    print(f"wrote {markdown} in {measured['seconds']:.0f} s")
+    _stamp_part(args, "openai", measured, started)
+    _merge_section(args, "openai", measured, openai_rate.render(measured))
     if args.quick:
         EmbeddedPostgres(state).stop()
         shutil.rmtree(state, ignore_errors=True)

@@ -67,11 +67,9 @@ class ProviderRateLimit:
         self._sleep = sleep
         self._lock = threading.Lock()  # checking both budgets and spending them is one step
         self._last = clock()
-        self.waited_s = 0.0  # summed over requests: how long they waited for the budget (for the bench)
 
     def acquire(self, tokens: int) -> None:
         """Wait until one more request of `tokens` tokens fits both budgets, then spend it."""
-        started = self._clock()
         while True:
             with self._lock:
                 now = self._clock()
@@ -82,6 +80,5 @@ class ProviderRateLimit:
                 if wait == 0:
                     self.requests.level -= 1
                     self.tokens.level -= tokens
-                    self.waited_s += now - started
                     return
             self._sleep(wait)
