@@ -78,8 +78,9 @@ def render(ingest: dict[str, Any] | None) -> list[str]:
         f"{ingest.get('embedded', '–')} embedded, {ingest['failed']} failed), in its own process: "
         f"{ingest['cold_s']} s, {ingest['documents_per_s']} documents/s, {ingest['chunks_per_s']} chunks/s (median "
         f"round); the model loads in {ingest['model_load_s']} s "
-        "before that. Parsing, chunking and scanning run on a thread of their own one file ahead, embedding on "
-        "another, storing on the main one; time by stage (summed over files, so overlapping): "
+        "before that. Parsing, chunking and scanning run on a thread of their own one file ahead; the model runs "
+        "one call per core at once (a file's windows, and as many files as cores), each call on one core; storing "
+        "runs on the main thread. Time by stage (summed over files, so overlapping): "
         + ", ".join(f"{k} {v} s" for k, v in ingest["time_by_stage_s"].items())
         + ". Unchanged re-ingest: "
         f"{ingest['unchanged_s']} s (outcomes: {', '.join(ingest['unchanged_outcomes'])}). Peak RSS of the ingesting "

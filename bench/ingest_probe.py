@@ -31,7 +31,7 @@ def embedding_batches(files: list[Path]) -> list[list[str]]:
 
 def main(conninfos: list[str], folder: str, limit: int) -> None:
     files = document_files([Path(folder)])[0][:limit]
-    embedder = LocalEmbedder()
+    embedder = LocalEmbedder(bulk=True)  # as `kb ingest` and the worker make it
     started = time.perf_counter()
     embedder.load()
     load_s = time.perf_counter() - started

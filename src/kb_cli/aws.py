@@ -16,6 +16,7 @@ from ingest.aws.bootstrap import Stack, bootstrap
 from ingest.aws.clients import client, queue_arn, queue_url
 from ingest.pipeline import IngestResult
 from kb_cli.common import console, err, friendly_errors, settings_or_exit
+from kb_core.embedders import Embedder
 from kb_core.settings import Settings
 
 aws_app = typer.Typer(no_args_is_help=True, help="The corpus bucket and the ingest queues.")
@@ -41,7 +42,9 @@ def _queues(settings: Settings) -> tuple[Any, str, str, str, str]:
     return sqs, url, queue_arn(sqs, url), dlq, queue_arn(sqs, dlq)
 
 
-def build_worker(settings: Settings, on_result: Callable[[IngestResult], None] | None = None) -> Any:
+def build_worker(
+    settings: Settings, on_result: Callable[[IngestResult], None] | None = None, embedder: Embedder | None = None
+) -> Any:
     from ingest.pipeline import Ingestor
     from ingest.worker.handler import RecordProcessor, make_handler
     from ingest.worker.poller import SqsWorker
@@ -51,7 +54,7 @@ def build_worker(settings: Settings, on_result: Callable[[IngestResult], None] |
     targets = prepare_database(settings)
     ingestor = Ingestor(
         targets.ingest,
-        make_embedder(settings.embedding),
+        embedder or make_embedder(settings.embedding, bulk=True),
         max_bytes=settings.aws.max_file_bytes,
         max_decompressed_bytes=settings.aws.max_decompressed_bytes,
         max_parse_seconds=settings.aws.max_parse_seconds,

@@ -26,7 +26,7 @@ def ingest(
     files, skipped = document_files(paths)
     targets = prepare_database(settings)
     started = time.perf_counter()
-    embedder = make_embedder(settings.embedding)
+    embedder = make_embedder(settings.embedding, bulk=True)
     with (
         Ingestor(
             targets.ingest,

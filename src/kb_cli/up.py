@@ -23,6 +23,7 @@ from rich.console import Console
 from ingest.pipeline import IngestResult
 from kb_cli.common import console, friendly_errors, settings_or_exit
 from kb_cli.logs import plain_logging
+from kb_core.embedders import Embedder, make_embedder
 from kb_core.roles import Role
 from kb_core.settings import Settings
 
@@ -124,7 +125,9 @@ def _run_stack(
                     advance(result)
                 results[result.source_uri] = result
 
-        worker = build_worker(settings, on_result=record)
+        # One model for the worker and the server: a second copy would cost the process another ~150 MB.
+        embedder = make_embedder(settings.embedding, bulk=True)
+        worker = build_worker(settings, on_result=record, embedder=embedder)
         thread = threading.Thread(target=worker.run, name="ingest-worker", daemon=True)
         thread.start()
         deadline = time.monotonic() + timeout_s
@@ -139,13 +142,13 @@ def _run_stack(
         thread.join(timeout=60)
         return 1 if missing or any(r.outcome == "failed" for r in results.values()) else 0
     try:
-        _serve(console, settings)
+        _serve(console, settings, embedder)
     finally:
         worker.stop.set()
     return 0
 
 
-def _serve(console: Console, settings: Settings) -> None:
+def _serve(console: Console, settings: Settings, embedder: Embedder) -> None:
     from kb_cli.lifecycle import hangup_as_terminate
     from kb_cli.local_tokens import local_tokens
     from kb_core.db.targets import resolve_database
@@ -199,7 +202,8 @@ def _serve(console: Console, settings: Settings) -> None:
     console.print("\nCtrl-C stops the server, the worker and the local AWS.", highlight=False)
     hangup_as_terminate()
     targets = resolve_database(settings.database)
-    app = build_http_app(build_server(settings, targets.server), settings.server, TokenStore.load(tokens_file))
+    server = build_server(settings, targets.server, embedder=embedder)
+    app = build_http_app(server, settings.server, TokenStore.load(tokens_file))
     run_http(app, settings.server)  # the same proxy, Host/Origin and logging rules as `kb serve`
 
 

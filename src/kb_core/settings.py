@@ -121,7 +121,13 @@ class EmbeddingSettings(BaseSettings):
         validation_alias="KB_QUERY_EMBED_TIMEOUT_S",
         description="A search whose query embedding takes longer answers from full text alone (degraded).",
     )
-    local_threads: int = Field(0, ge=0, le=64, validation_alias="KB_LOCAL_EMBEDDER_THREADS")
+    local_threads: int = Field(
+        0,
+        ge=0,
+        le=64,
+        validation_alias="KB_LOCAL_EMBEDDER_THREADS",
+        description="Local embedder: the cores its model uses (0: the cores this process may use).",
+    )
 
 
 class AwsSettings(BaseSettings):

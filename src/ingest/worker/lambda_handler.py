@@ -45,7 +45,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         targets = resolve_database(settings.database)
         ingestor = Ingestor(
             targets.ingest,
-            make_embedder(settings.embedding),
+            make_embedder(settings.embedding, bulk=True),
             max_bytes=settings.aws.max_file_bytes,
             max_decompressed_bytes=settings.aws.max_decompressed_bytes,
             max_parse_seconds=settings.aws.max_parse_seconds,

@@ -18,11 +18,13 @@ def embedding_space_for(settings: EmbeddingSettings) -> EmbeddingSpace:
     return EmbeddingSpace(MODEL_NAME, DIMENSIONS)
 
 
-def make_embedder(settings: EmbeddingSettings) -> Embedder:
+def make_embedder(settings: EmbeddingSettings, bulk: bool = False) -> Embedder:
+    """`bulk`: the caller embeds documents (ingest) rather than questions; the local model then runs one call
+    per core at once (the OpenAI one always sends KB_EMBED_CONCURRENCY requests at once)."""
     if settings.provider == "openai":
         from kb_core.embedders.openai_embedder import OpenAIEmbedder
 
         return OpenAIEmbedder.from_settings(settings)
     from kb_core.embedders.local import LocalEmbedder
 
-    return LocalEmbedder(threads=settings.local_threads)
+    return LocalEmbedder(threads=settings.local_threads, bulk=bulk)
