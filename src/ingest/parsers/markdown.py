@@ -1,4 +1,11 @@
-"""Markdown: YAML front matter for the header block, markdown-it's block tree for the body."""
+"""Markdown: YAML front matter for the header block, markdown-it's block tree for the body.
+
+A block tree costs about 80 bytes of memory per byte of Markdown (6 MB peaked at 540 MB), so a long body is
+parsed in parts of about PART_CHARS characters, each cut only where no Markdown block can run across the
+cut: before an ATX heading at the start of a line that follows a blank line, outside a fenced code block
+and outside a multi-line HTML block (a comment, <pre>, <script>, ...). The parts' blocks are the whole
+body's blocks.
+"""
 
 from __future__ import annotations
 
@@ -45,11 +52,41 @@ def split_front_matter(text: str) -> tuple[dict[str, object], str]:
 def parse_markdown(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
     raw, body = split_front_matter(decode_text(data))
     header = build_header(raw)
-    with _collector_paused():
-        source = _Source(body)
-        _refuse_second_header(source)
-        blocks = markdown_blocks(body, source, deadline)
+    blocks = markdown_blocks(body, deadline, refuse_second_header=True)
     return ParsedDocument(header=header, blocks=blocks, source_format="markdown")
+
+
+PART_CHARS = 1 << 18  # a tree of ~20 MB at a time
+_ATX_HEADING = re.compile(r"#{1,6}(?:[ \t]|$)")
+
+
+def body_parts(body: str, part_chars: int) -> Iterator[_Source]:
+    """The body's parts, each with its tree (see the module's docstring). A part ends before a heading line
+    only when markdown-it, given the part and that line, reads the line as a heading of the top level: then
+    no block (a fence, a list, a quote, an HTML block) runs on across it."""
+    lines = body.split("\n")  # only "\n": str.splitlines also breaks at characters Markdown does not
+    lines = [line + "\n" for line in lines[:-1]] + [lines[-1]]
+    start = size = 0
+    next_try = part_chars
+    blank_before = True
+    for number, line in enumerate(lines):
+        if size >= next_try and blank_before and _ATX_HEADING.match(line):
+            source = _Source("".join(lines[start : number + 1]), start)
+            last = source.nodes[-1] if source.nodes else None
+            if (
+                last is not None
+                and last.name == "heading"
+                and last.srcmap
+                and last.srcmap[0] == len(source.raw) - len(line.encode())
+            ):
+                source.nodes = source.nodes[:-1]  # the heading starts the next part
+                yield source
+                start, size, next_try = number, 0, part_chars
+            else:
+                next_try = 2 * size  # a block runs on across this line: try further on, each try twice as far
+        size += len(line)
+        blank_before = not line.strip(" \t\r\n")  # Markdown's blank line: spaces and tabs only
+    yield _Source("".join(lines[start:]), start)
 
 
 @contextmanager
@@ -76,9 +113,10 @@ class _Source:
     """The body's block tree (markdown-it-pyrs: the markdown-it parser compiled, ~10 times markdown-it-py's
     speed) with its UTF-8 bytes, which the tree's source maps index."""
 
-    def __init__(self, body: str) -> None:
+    def __init__(self, body: str, first_line: int = 0) -> None:
         self.raw = body.encode()
-        self.tree = _MD.tree(body)
+        self.nodes: list[Node] = _MD.tree(body).children
+        self.first_line = first_line  # of this part in the whole body, counted from 0
 
     def text(self, start: int, end: int) -> str:
         text = self.raw[start:end].decode(errors="replace")
@@ -104,7 +142,7 @@ def _refuse_second_header(source: _Source) -> None:
     """A second front-matter block in the body (it reads as a rule, then a '---'-underlined heading) or an
     HTML header block: two classifications for one document, and taking either one could under-protect it."""
     previous = None
-    for node in source.tree.children:
+    for node in source.nodes:
         second = (
             node.name == "lheading"
             and node.meta.get("marker") == "-"
@@ -113,7 +151,7 @@ def _refuse_second_header(source: _Source) -> None:
             and len(_HEADER_LINE.findall(source.inline(node))) >= 2
         ) or (node.name == "html_block" and "document-control" in str(node.meta.get("content", "")))
         if second:
-            line = source.raw.count(b"\n", 0, node.srcmap[0]) + 1 if node.srcmap else "?"
+            line = source.first_line + source.raw.count(b"\n", 0, node.srcmap[0]) + 1 if node.srcmap else "?"
             raise HeaderError(
                 f"two header blocks: the body repeats one (doc_code, classification, ...) near body line {line}; "
                 "a document has one header and one classification, so delete the second one"
@@ -121,13 +159,25 @@ def _refuse_second_header(source: _Source) -> None:
         previous = node
 
 
-def markdown_blocks(body: str, source: _Source | None = None, deadline: Deadline | None = None) -> list[Block]:
-    source = source or _Source(body)
+def markdown_blocks(body: str, deadline: Deadline | None = None, *, refuse_second_header: bool = False) -> list[Block]:
     blocks: list[Block] = []
-    nodes = source.tree.children
+    with _collector_paused():
+        for source in body_parts(body, PART_CHARS):
+            if refuse_second_header:
+                _refuse_second_header(source)
+            _read_blocks(source, blocks, deadline)
+            del source  # its tree, before the next part's is built
+    if any(isinstance(b, Paragraph) and not b.text for b in blocks):
+        blocks = [b for b in blocks if not (isinstance(b, Paragraph) and not b.text)]
+    return blocks
+
+
+def _read_blocks(source: _Source, blocks: list[Block], deadline: Deadline | None) -> None:
+    nodes = source.nodes
     for index, node in enumerate(nodes):
         if deadline is not None and not index % 256:  # the first check follows the tree's build
-            deadline.check("Markdown", f"block {index + 1} of {len(nodes)}")
+            where = f" from body line {source.first_line + 1}" if source.first_line else ""
+            deadline.check("Markdown", f"block {index + 1} of {len(nodes)}{where}")
         name = node.name
         if name in ("heading", "lheading"):
             blocks.append(Heading(int(node.meta["level"]), source.inline(node).strip()))
@@ -141,9 +191,6 @@ def markdown_blocks(body: str, source: _Source | None = None, deadline: Deadline
         elif name == "table":
             blocks.append(_table(source, node))
         # html_block: raw HTML in Markdown (comments, anchors) is not content; hr: no text
-    if any(isinstance(b, Paragraph) and not b.text for b in blocks):
-        blocks = [b for b in blocks if not (isinstance(b, Paragraph) and not b.text)]
-    return blocks
 
 
 def _table(source: _Source, node: Node) -> Table:
