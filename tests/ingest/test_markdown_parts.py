@@ -8,6 +8,7 @@ import pytest
 from tests.conftest import REPO
 from tests.support.documents import markdown_document
 
+from ingest.document import ParseError
 from ingest.parsers import markdown, parse_document
 from ingest.parsers.text import decode_text
 
@@ -65,3 +66,19 @@ def test_a_body_whose_whole_block_tree_would_overrun_the_memory_budget_parses_wi
     in_child = parse_document(data, "big.md", max_bytes=10**8, max_parse_memory_bytes=128 * MiB)
     assert len(in_child.blocks) > 150_000
     assert in_child == parse_document(data, "big.md", max_bytes=10**8)
+
+
+@pytest.mark.parametrize("line", ["> " * 50_000, "> - " * 20_000], ids=["quotes", "quotes and list items"])
+def test_a_line_nesting_thousands_of_quotes_fails_naming_the_line_instead_of_killing_the_parser(line):
+    data = (markdown_document() + "Intro.\n\n" + line + "x\n").encode()
+    # In a child: the parser overflowing its stack would otherwise take the test run down with it.
+    with pytest.raises(ParseError) as refused:
+        parse_document(data, "deep.md", max_bytes=10**8, max_parse_memory_bytes=256 * MiB)
+    assert "nests 1,000 or more block quotes or list items" in str(refused.value)
+    body = markdown.split_front_matter(data.decode())[1]
+    assert f"body line {body.split(chr(10)).index(line + 'x') + 1} " in str(refused.value)
+
+
+def test_a_line_nesting_under_the_limit_parses():
+    data = (markdown_document() + "Intro.\n\n" + "> " * 999 + "x\n").encode()
+    assert parse_document(data, "deep.md", max_bytes=10**8).blocks[-1].text.endswith("x")

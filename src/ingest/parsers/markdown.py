@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import yaml
 from markdown_it_pyrs import MarkdownIt, Node
 
-from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, Table
+from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
 from ingest.header import build_header
 from ingest.parsers.budget import Deadline
 from ingest.parsers.text import decode_text, load_yaml
@@ -54,6 +54,22 @@ def parse_markdown(data: bytes, deadline: Deadline | None = None) -> ParsedDocum
     header = build_header(raw)
     blocks = markdown_blocks(body, deadline, refuse_second_header=True)
     return ParsedDocument(header=header, blocks=blocks, source_format="markdown")
+
+
+# markdown-it-pyrs recurses once per nested block quote or list item on a line, and ~40,000 of them (a
+# 100 KB line of "> - ") overflow its stack: the process dies. No document nests a thousand deep.
+MAX_NESTING = 1000
+_DEEP_LINE = re.compile(rf"^(?:[ \t]*(?:>|(?:[-*+]|\d{{1,9}}[.)])(?=[ \t]))){{{MAX_NESTING},}}", re.M)
+
+
+def refuse_deep_nesting(body: str) -> None:
+    deep = _DEEP_LINE.search(body)
+    if deep is not None:
+        line = body.count("\n", 0, deep.start()) + 1
+        raise ParseError(
+            f"body line {line} nests {MAX_NESTING:,} or more block quotes or list items in one another, past what "
+            "the Markdown parser can read: flatten it"
+        )
 
 
 PART_CHARS = 1 << 18  # a tree of ~20 MB at a time
@@ -160,6 +176,7 @@ def _refuse_second_header(source: _Source) -> None:
 
 
 def markdown_blocks(body: str, deadline: Deadline | None = None, *, refuse_second_header: bool = False) -> list[Block]:
+    refuse_deep_nesting(body)
     blocks: list[Block] = []
     with _collector_paused():
         for source in body_parts(body, PART_CHARS):
