@@ -5,14 +5,18 @@ so that a change in the machine's load hits both alike), then once an unchanged 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from ingest.chunker import chunk_document
 from ingest.parsers import parse_document
 from ingest.pipeline import Ingestor, document_files, ingest_files
 from kb_core.embedders.local import LocalEmbedder
+from kb_core.process_memory import limit_malloc_arenas
+from kb_core.settings import AwsSettings
 
 
 def embedding_batches(files: list[Path]) -> list[list[str]]:
@@ -30,12 +34,16 @@ def embedding_batches(files: list[Path]) -> list[list[str]]:
 
 
 def main(conninfos: list[str], folder: str, limit: int) -> None:
+    limit_malloc_arenas()  # as `kb ingest` and the worker do
     files = document_files([Path(folder)])[0][:limit]
+    limits = AwsSettings()  # the defaults `kb ingest` runs with: each file parsed in a child under its budgets
     embedder = LocalEmbedder(bulk=True)  # as `kb ingest` and the worker make it
+    # Parsed in a child, as the pipeline parses: this process then holds what `kb ingest` holds.
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as child:
+        batches = child.submit(embedding_batches, files).result()
     started = time.perf_counter()
     embedder.load()
     load_s = time.perf_counter() - started
-    batches = embedding_batches(files)
     embedder.embed(["warm-up"])
 
     def embed_alone() -> float:
@@ -46,7 +54,14 @@ def main(conninfos: list[str], folder: str, limit: int) -> None:
 
     rounds = []
     for number, conninfo in enumerate(conninfos):
-        with Ingestor(conninfo, embedder, max_bytes=25_000_000) as ingestor:
+        with Ingestor(
+            conninfo,
+            embedder,
+            max_bytes=limits.max_file_bytes,
+            max_decompressed_bytes=limits.max_decompressed_bytes,
+            max_parse_seconds=limits.max_parse_seconds,
+            max_parse_memory_bytes=limits.max_parse_memory_bytes or None,
+        ) as ingestor:
             alone = embed_alone() if number % 2 == 0 else None
             started = time.perf_counter()
             results = list(ingest_files(ingestor, files))

@@ -50,7 +50,9 @@ def build_worker(
     from ingest.worker.poller import SqsWorker
     from kb_cli.prepare import prepare_database
     from kb_core.embedders import make_embedder
+    from kb_core.process_memory import limit_malloc_arenas
 
+    limit_malloc_arenas()  # before the parse and model threads start
     targets = prepare_database(settings)
     ingestor = Ingestor(
         targets.ingest,

@@ -21,11 +21,13 @@ def ingest(
     from kb_cli.ingest_report import print_summary, progress_bar
     from kb_cli.prepare import prepare_database
     from kb_core.embedders import make_embedder
+    from kb_core.process_memory import limit_malloc_arenas
 
     settings = settings_or_exit()
     files, skipped = document_files(paths)
     targets = prepare_database(settings)
     started = time.perf_counter()
+    limit_malloc_arenas()  # before the parse and model threads start
     embedder = make_embedder(settings.embedding, bulk=True)
     with (
         Ingestor(

@@ -38,8 +38,10 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         from ingest.pipeline import Ingestor
         from kb_core.db.targets import resolve_database
         from kb_core.embedders import make_embedder
+        from kb_core.process_memory import limit_malloc_arenas
         from kb_core.settings import load_settings
 
+        limit_malloc_arenas()  # before the parse and model threads start
         load_secrets()
         settings = load_settings()
         targets = resolve_database(settings.database)
