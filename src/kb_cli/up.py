@@ -148,7 +148,7 @@ def _run_stack(
     return 0
 
 
-def _serve(console: Console, settings: Settings, embedder: Embedder) -> None:
+def _serve(console: Console, settings: Settings, embedder: Embedder | None = None) -> None:
     from kb_cli.lifecycle import hangup_as_terminate
     from kb_cli.local_tokens import local_tokens
     from kb_core.db.targets import resolve_database
