@@ -94,3 +94,32 @@ def test_a_file_whose_chunks_take_too_long_to_scan_fails_naming_the_parse_time_l
         # With time enough, the same file ingests.
         ingestor.max_parse_seconds = 120
         assert ingestor.ingest(data, name="slow.md", source_uri="file:///inbox/slow.md").outcome == "ingested"
+
+
+def test_the_childs_memory_is_looked_at_less_often_when_a_look_is_costly(monkeypatch):
+    # A look reads /proc/<pid>/smaps_rollup, which walks every page the child maps: ~8 ms for the child of a
+    # 500 MB worker. Here a look is made to cost 10 ms and the parse to last 0.6 s (the child inherits both
+    # by the fork): looking every 20 ms would take ~20 looks, a tenth of a core allows about 6.
+    import time
+
+    from ingest.parsers import markdown
+
+    looks = []
+    real_look = child._private_memory
+
+    def costly_look(pid):  # type: ignore[no-untyped-def]
+        looks.append(pid)
+        time.sleep(0.01)
+        return real_look(pid)
+
+    real_parse = markdown.parse_markdown
+
+    def slow_parse(data, deadline=None):  # type: ignore[no-untyped-def]
+        time.sleep(0.6)
+        return real_parse(data, deadline)
+
+    monkeypatch.setattr(child, "_private_memory", costly_look)
+    monkeypatch.setattr(markdown, "parse_markdown", slow_parse)
+    document = parse_document(markdown_document().encode(), "x.md", max_bytes=10**6, max_parse_memory_bytes=256 * MiB)
+    assert document.header.title
+    assert 1 <= len(looks) <= 8
