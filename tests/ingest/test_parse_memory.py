@@ -123,3 +123,20 @@ def test_the_childs_memory_is_looked_at_less_often_when_a_look_is_costly(monkeyp
     document = parse_document(markdown_document().encode(), "x.md", max_bytes=10**6, max_parse_memory_bytes=256 * MiB)
     assert document.header.title
     assert 1 <= len(looks) <= 8
+
+
+def test_a_parser_crashing_in_the_child_is_reported_as_a_crash_and_this_process_goes_on(monkeypatch):
+    # The child really dies of SIGSEGV (a NULL read, as a parser library overflowing its stack would).
+    import ctypes
+
+    from ingest.parsers import markdown
+
+    def crashing_parse(data, deadline=None):  # type: ignore[no-untyped-def]
+        ctypes.string_at(0)
+
+    monkeypatch.setattr(markdown, "parse_markdown", crashing_parse)
+    with pytest.raises(ParseError) as crashed:
+        parse_document(markdown_document().encode(), "x.md", max_bytes=10**6, max_parse_memory_bytes=256 * MiB)
+    message = str(crashed.value)
+    assert message.startswith("the parser crashed (signal SIGSEGV) reading this file")
+    assert "KB_MAX_PARSE_MEMORY_BYTES" in message and "\n" not in message

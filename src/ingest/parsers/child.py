@@ -67,9 +67,15 @@ def parse_in_child(
         raise ParseError(_over_memory(max_memory_bytes))
     code = child.exitcode or 0
     how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit {code}"
+    limit = f"{max_memory_bytes / 2**20:.0f} MiB parse memory limit (KB_MAX_PARSE_MEMORY_BYTES)"
+    if -code in (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL):
+        # A parser library crashing: on input built to crash it (a stack overflow) more often than for memory.
+        raise ParseError(
+            f"the parser crashed ({how}) reading this file: it is damaged or built in a way the parser cannot "
+            f"read (check that it opens in its own application, and re-save it), or it reached the {limit}"
+        )
     raise ParseError(
-        f"the parser stopped ({how}) before it finished; the likeliest cause is the "
-        f"{max_memory_bytes / 2**20:.0f} MiB parse memory limit (KB_MAX_PARSE_MEMORY_BYTES): split the "
+        f"the parser stopped ({how}) before it finished; the likeliest cause is the {limit}: split the "
         "document, or raise the limit with the worker's memory"
     )
 
