@@ -54,14 +54,7 @@ def main(conninfos: list[str], folder: str, limit: int) -> None:
 
     rounds = []
     for number, conninfo in enumerate(conninfos):
-        with Ingestor(
-            conninfo,
-            embedder,
-            max_bytes=limits.max_file_bytes,
-            max_decompressed_bytes=limits.max_decompressed_bytes,
-            max_parse_seconds=limits.max_parse_seconds,
-            max_parse_memory_bytes=limits.max_parse_memory_bytes or None,
-        ) as ingestor:
+        with Ingestor.from_settings(conninfo, embedder, limits) as ingestor:
             alone = embed_alone() if number % 2 == 0 else None
             started = time.perf_counter()
             results = list(ingest_files(ingestor, files))

@@ -39,7 +39,7 @@ from ingest.upsert import (
 )
 from kb_core.db.embedding_space import check_embedding_space
 from kb_core.embedders.base import Embedder, EmbeddingError, Embeddings
-from kb_core.settings import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_PARSE_SECONDS
+from kb_core.settings import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_PARSE_SECONDS, AwsSettings
 from kb_core.token_count import EMBEDDING_INPUT_LIMIT
 
 FAILURES = (ParseError, EmbeddingError, VersionConflict, psycopg.Error)
@@ -142,6 +142,19 @@ class Ingestor:
         self.max_parse_memory_bytes = max_parse_memory_bytes  # None: parse in this process, uncapped
         with self.conn.transaction():
             check_embedding_space(self.conn, embedder.space)
+
+    @classmethod
+    def from_settings(cls, conninfo: str, embedder: Embedder, limits: AwsSettings) -> Ingestor:
+        """With the per-file budgets and the retention the operator set (KB_MAX_*, KB_WITHDRAWN_RETENTION_DAYS)."""
+        return cls(
+            conninfo,
+            embedder,
+            max_bytes=limits.max_file_bytes,
+            max_decompressed_bytes=limits.max_decompressed_bytes,
+            max_parse_seconds=limits.max_parse_seconds,
+            max_parse_memory_bytes=limits.max_parse_memory_bytes or None,
+            withdrawn_retention_days=limits.withdrawn_retention_days,
+        )
 
     def _connect(self) -> psycopg.Connection:
         conn = psycopg.connect(self.conninfo)

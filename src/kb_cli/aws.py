@@ -54,14 +54,8 @@ def build_worker(
 
     limit_malloc_arenas()  # before the parse and model threads start
     targets = prepare_database(settings)
-    ingestor = Ingestor(
-        targets.ingest,
-        embedder or make_embedder(settings.embedding, bulk=True),
-        max_bytes=settings.aws.max_file_bytes,
-        max_decompressed_bytes=settings.aws.max_decompressed_bytes,
-        max_parse_seconds=settings.aws.max_parse_seconds,
-        max_parse_memory_bytes=settings.aws.max_parse_memory_bytes or None,
-        withdrawn_retention_days=settings.aws.withdrawn_retention_days,
+    ingestor = Ingestor.from_settings(
+        targets.ingest, embedder or make_embedder(settings.embedding, bulk=True), settings.aws
     )
     processor = RecordProcessor(
         ingestor, client("s3", settings.aws), max_bytes=settings.aws.max_file_bytes, on_result=on_result

@@ -30,15 +30,7 @@ def ingest(
     limit_malloc_arenas()  # before the parse and model threads start
     embedder = make_embedder(settings.embedding, bulk=True)
     with (
-        Ingestor(
-            targets.ingest,
-            embedder,
-            max_bytes=settings.aws.max_file_bytes,
-            max_decompressed_bytes=settings.aws.max_decompressed_bytes,
-            max_parse_seconds=settings.aws.max_parse_seconds,
-            max_parse_memory_bytes=settings.aws.max_parse_memory_bytes or None,
-            withdrawn_retention_days=settings.aws.withdrawn_retention_days,
-        ) as ingestor,
+        Ingestor.from_settings(targets.ingest, embedder, settings.aws) as ingestor,
         progress_bar(console, len(files)) as advance,
     ):
         results = list(ingest_files(ingestor, files, on_result=advance))

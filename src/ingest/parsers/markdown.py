@@ -1,10 +1,9 @@
 """Markdown: YAML front matter for the header block, markdown-it's block tree for the body.
 
 A block tree costs about 80 bytes of memory per byte of Markdown (6 MB peaked at 540 MB), so a long body is
-parsed in parts of about PART_CHARS characters, each cut only where no Markdown block can run across the
-cut: before an ATX heading at the start of a line that follows a blank line, outside a fenced code block
-and outside a multi-line HTML block (a comment, <pre>, <script>, ...). The parts' blocks are the whole
-body's blocks.
+parsed in parts of about PART_CHARS characters, each cut before a heading line that markdown-it itself
+reads as a heading of the top level (body_parts), where no block (a fence, a list, a quote, an HTML block)
+runs across the cut: the parts' blocks are the whole body's blocks.
 """
 
 from __future__ import annotations

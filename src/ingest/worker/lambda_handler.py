@@ -45,15 +45,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         load_secrets()
         settings = load_settings()
         targets = resolve_database(settings.database)
-        ingestor = Ingestor(
-            targets.ingest,
-            make_embedder(settings.embedding, bulk=True),
-            max_bytes=settings.aws.max_file_bytes,
-            max_decompressed_bytes=settings.aws.max_decompressed_bytes,
-            max_parse_seconds=settings.aws.max_parse_seconds,
-            max_parse_memory_bytes=settings.aws.max_parse_memory_bytes or None,
-            withdrawn_retention_days=settings.aws.withdrawn_retention_days,
-        )
+        ingestor = Ingestor.from_settings(targets.ingest, make_embedder(settings.embedding, bulk=True), settings.aws)
         processor = RecordProcessor(ingestor, client("s3", settings.aws), max_bytes=settings.aws.max_file_bytes)
         _handler = make_handler(processor)
     return _handler(event, context)

@@ -11,8 +11,7 @@ Two ways to run the same model, same vectors (measured on the corpus's 1,169 tex
 - in bulk (ingest): one call per core at once, each on one core, weights widened once at load (+120 MB).
   ONNX Runtime's threads synchronise per operator, so one call over 2 cores is little faster than on one and
   fights the ingest's parse thread for both; and widening the weights in every call costs each concurrent
-  call ~55 MB and ~10 ms. The corpus embeds in 30 s instead of 45 s, and with parsing beside it in 37 s
-  instead of 113 s.
+  call ~55 MB and ~10 ms. The corpus's texts embed in 30 s instead of 45 s (measured side by side).
 """
 
 from __future__ import annotations
