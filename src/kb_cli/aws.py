@@ -70,6 +70,7 @@ def build_worker(
         batch_size=settings.aws.batch_size,
         wait_time_s=settings.aws.wait_time_s,
         retry_delay_s=settings.aws.retry_delay_s,
+        visibility_timeout_s=settings.aws.visibility_timeout_s,
     )
 
 

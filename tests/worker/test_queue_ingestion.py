@@ -238,3 +238,43 @@ def test_the_worker_backs_off_while_the_queue_is_unreachable_and_resumes(queue, 
     worker.stop.set()
     thread.join(timeout=30)
     assert list(documents(database)) == ["CMP-SOP-901"]
+
+
+@pytest.mark.parametrize("heartbeat", [True, False], ids=["kept hidden", "control: no heartbeat"])
+def test_a_batch_slower_than_the_visibility_timeout_is_not_delivered_again_while_in_hand(queue, heartbeat):
+    """The queue's visibility timeout is 2 s; the handler takes 5 s. Another consumer polls all the while:
+    with the heartbeat it never sees the message, and the message was received once; without it (the
+    control, which shows the test can fail) the message comes back to the other consumer mid-batch."""
+    from ingest.worker.poller import SqsWorker
+
+    url = queue.stack.queue_url
+    queue.sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"Records": []}))
+    started = threading.Event()
+
+    def slow_handler(event, context):  # type: ignore[no-untyped-def]
+        started.set()
+        time.sleep(5)
+        return {"batchItemFailures": []}
+
+    worker = SqsWorker(
+        queue.sqs,
+        url,
+        queue.stack.queue_arn,
+        slow_handler,
+        region=queue.settings.region,
+        wait_time_s=1,
+        visibility_timeout_s=queue.settings.visibility_timeout_s if heartbeat else None,
+    )
+    thread = threading.Thread(target=lambda: worker.run(until=lambda: worker.stats.batches >= 1), daemon=True)
+    thread.start()
+    assert started.wait(30), "the worker never received the message"
+    seen_by_another = receive(queue, 1, timeout=4.5)
+    thread.join(30)
+    assert worker.stats.batches == 1 and worker.stats.succeeded == 1
+    if heartbeat:
+        assert seen_by_another == []
+        left = queue.sqs.receive_message(QueueUrl=url, WaitTimeSeconds=3).get("Messages", [])
+        assert left == [], "the message was not deleted after its batch"
+    else:
+        assert len(seen_by_another) == 1
+        assert seen_by_another[0]["Attributes"]["ApproximateReceiveCount"] == "2"

@@ -5,6 +5,10 @@ Lambda's SQS event source mapping does.
   the messages that succeeded; failed ones are left to become visible again after the visibility timeout
   (and reach the DLQ after maxReceiveCount receives), as with Lambda.
 - When the queue endpoint is unreachable it backs off (full jitter, up to 30 s) and resumes.
+- While a batch is in hand (the handler, then its deletes and their retries) its messages are kept hidden:
+  their visibility timeout is extended every third of it. A batch slower than the timeout is not delivered
+  again while it is still being worked on, and a delete that needs retries does not let the batch come back
+  and run its receive count up to the DLQ.
 - On SIGTERM or SIGINT it finishes the batch in hand, then stops; messages received but not processed are
   made visible again at once. A worker killed outright loses nothing either: its messages reappear.
 """
@@ -24,6 +28,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 log = logging.getLogger("kosha.worker")
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+_LET_GO_WAIT_S = 10.0  # an extension's call is short; one to an unreachable endpoint is not waited for in full
 
 
 def lambda_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
@@ -62,6 +67,7 @@ class SqsWorker:
         wait_time_s: int = 10,
         max_backoff_s: float = 30.0,
         retry_delay_s: int | None = None,
+        visibility_timeout_s: int | None = None,
     ) -> None:
         self.sqs = sqs
         self.queue_url = queue_url
@@ -72,6 +78,7 @@ class SqsWorker:
         self.wait_time_s = wait_time_s
         self.max_backoff_s = max_backoff_s
         self.retry_delay_s = retry_delay_s
+        self.visibility_timeout_s = visibility_timeout_s  # None or 0: the messages are not kept hidden
         self.stop = threading.Event()
         self.stats = WorkerStats()
 
@@ -121,16 +128,18 @@ class SqsWorker:
     def process(self, messages: list[dict[str, Any]]) -> set[str]:
         """Run the handler on one batch; delete what succeeded; return the failed message ids."""
         event = {"Records": [lambda_record(m, self.queue_arn, self.region) for m in messages]}
-        response = self.handler(event, None)
-        failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
-        done = [m for m in messages if m["MessageId"] not in failed]
-        if failed and self.retry_delay_s is not None:
-            self._retry_later([m for m in messages if m["MessageId"] in failed])
-        for start in range(0, len(done), 10):
-            entries = [
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])
-            ]
-            self._with_retry(self._deleter(entries))
+        with VisibilityHeartbeat(self.sqs, self.queue_url, messages, self.visibility_timeout_s) as heartbeat:
+            response = self.handler(event, None)
+            failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
+            done = [m for m in messages if m["MessageId"] not in failed]
+            heartbeat.keep(done)  # before the failed ones are handed back, so that no beat hides them again
+            if failed and self.retry_delay_s is not None:
+                self._retry_later([m for m in messages if m["MessageId"] in failed])
+            for start in range(0, len(done), 10):
+                entries = [
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])
+                ]
+                self._with_retry(self._deleter(entries))
         self.stats.batches += 1
         self.stats.succeeded += len(done)
         self.stats.failed += len(failed)
@@ -172,3 +181,55 @@ class SqsWorker:
             reraise=True,
         )
         return retrying(call)
+
+
+class VisibilityHeartbeat:
+    """Keeps messages hidden while they are in hand: every third of `timeout_s`, their visibility timeout is
+    set to `timeout_s` again. A failed extension is only logged: the message then comes back when its timeout
+    runs out, as it would with no heartbeat. `timeout_s` None or 0: does nothing."""
+
+    def __init__(self, sqs: Any, queue_url: str, messages: list[dict[str, Any]], timeout_s: int | None) -> None:
+        self.sqs = sqs
+        self.queue_url = queue_url
+        self.timeout_s = timeout_s
+        self._messages = list(messages)
+        self._lock = threading.Lock()
+        self._idle = threading.Event()  # set while no extension is on its way
+        self._idle.set()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="kb-visibility", daemon=True)
+
+    def __enter__(self) -> VisibilityHeartbeat:
+        if self.timeout_s:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        if self._thread.is_alive():
+            self._thread.join(_LET_GO_WAIT_S)
+
+    def keep(self, messages: list[dict[str, Any]]) -> None:
+        """From now on only these; returns once an extension on its way (which may name others) has ended,
+        so that a message let go is not hidden again after its caller changed its visibility."""
+        with self._lock:
+            self._messages = list(messages)
+        self._idle.wait(_LET_GO_WAIT_S)
+
+    def _beat(self) -> None:
+        period = max(1.0, (self.timeout_s or 0) / 3)
+        while not self._done.wait(period):
+            with self._lock:
+                entries = [
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": self.timeout_s}
+                    for i, m in enumerate(self._messages[:10])
+                ]
+                if not entries:
+                    continue
+                self._idle.clear()
+            try:
+                self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)
+            except (ClientError, BotoCoreError) as exc:
+                log.warning("could not keep the batch in hand hidden (%s)", exc.__class__.__name__)
+            finally:
+                self._idle.set()
