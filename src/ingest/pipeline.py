@@ -26,6 +26,7 @@ from ingest.document import Header, ParseError
 from ingest.injection import scan_chunk
 from ingest.parsers import FORMATS, parse_document
 from ingest.parsers.budget import Deadline
+from ingest.parsers.parse_server import start_parse_server
 from ingest.upsert import (
     PreparedChunk,
     VersionConflict,
@@ -140,6 +141,8 @@ class Ingestor:
         self.max_decompressed_bytes = max_decompressed_bytes
         self.max_parse_seconds = max_parse_seconds
         self.max_parse_memory_bytes = max_parse_memory_bytes  # None: parse in this process, uncapped
+        if max_parse_memory_bytes:
+            start_parse_server()  # its imports run beside the embedding model's loading, not before the first file
         with self.conn.transaction():
             check_embedding_space(self.conn, embedder.space)
 

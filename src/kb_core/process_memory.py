@@ -1,4 +1,5 @@
-"""Fewer malloc arenas in a process that parses and embeds on several threads at once.
+"""Fewer malloc arenas in a process that parses and embeds on several threads at once; freed memory handed
+back to the system in a long-lived process that passes large values through.
 
 glibc gives each thread that finds the heap busy an arena of its own (up to 8 per core) and keeps what is
 freed in each for reuse, so a parse thread beside a model call per core holds several heaps' worth of
@@ -24,3 +25,13 @@ def limit_malloc_arenas(arenas: int = 2) -> bool:
     except (OSError, AttributeError):
         return False
     return bool(mallopt(_M_ARENA_MAX, arenas))
+
+
+def release_free_memory() -> bool:
+    """malloc_trim(0): return the heap's free pages to the system (glibc keeps them for reuse otherwise, and a
+    freed large block raises the size below which it serves blocks from the heap). Whether any was returned."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    return bool(trim(0))

@@ -46,8 +46,8 @@ def parse_document(
     max_parse_seconds: float = DEFAULT_MAX_PARSE_SECONDS,
     max_parse_memory_bytes: int | None = None,
 ) -> ParsedDocument:
-    """`max_parse_memory_bytes`: parse in a child process that may take this much more memory (the file
-    fails naming KB_MAX_PARSE_MEMORY_BYTES past it); None parses in this process."""
+    """`max_parse_memory_bytes`: parse in a child of the parse server that may take this much more memory (the
+    file fails naming KB_MAX_PARSE_MEMORY_BYTES past it); None parses in this process."""
     deadline = Deadline(max_parse_seconds)
     kind = detect_format(name)
     if len(data) > max_bytes:
@@ -58,9 +58,9 @@ def parse_document(
     if kind == "docx":
         check_package_size(data, max_decompressed_bytes, "DOCX")
     if max_parse_memory_bytes:
-        from ingest.parsers.child import parse_in_child
+        from ingest.parsers.parse_server import parse_in_server
 
-        return parse_in_child(
+        return parse_in_server(
             data,
             name,
             max_memory_bytes=max_parse_memory_bytes,
