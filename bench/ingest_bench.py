@@ -52,9 +52,10 @@ def run(superuser: str, targets: DatabaseTargets, space: EmbeddingSpace, *, limi
 
 
 def _children_own_memory(process: psutil.Process) -> int:
-    """What the parse children hold beyond the pages they share with the process they were forked from."""
+    """What the parse server and its children hold of their own (USS): not the pages a child shares with
+    the server it was forked from, nor the library files the server shares with the ingesting process."""
     own = 0
-    for child in process.children():
+    for child in process.children(recursive=True):
         with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):  # it ended after the listing
             own += child.memory_full_info().uss
     return own
@@ -95,8 +96,8 @@ def render(ingest: dict[str, Any] | None) -> list[str]:
         + ". Unchanged re-ingest: "
         f"{ingest['unchanged_s']} s (outcomes: {', '.join(ingest['unchanged_outcomes'])}). Peak memory of the "
         f"ingesting process: {ingest['peak_rss_mb']} MB (target ≤ {TARGET_RSS_MB} MB), its resident set plus what "
-        "the child parsing a file holds of its own (each file is parsed in a forked child under "
-        "KB_MAX_PARSE_MEMORY_BYTES, as `kb ingest` and the worker parse it).",
+        "the parse server and the child parsing a file hold of their own (each file is parsed in a child of the "
+        "parse server under KB_MAX_PARSE_MEMORY_BYTES, as `kb ingest` and the worker parse it).",
         "",
     ]
     if ingest.get("rounds"):
