@@ -6,7 +6,7 @@ Why a process of its own rather than forking the ingesting process: that process
 either side then wrote was copied or faulted again: ~3 s of CPU over the corpus beside the model, and the
 child's private memory (its budget) grew with the pages the *parent* wrote. The server is a small process that
 only parses: a fork of it is cheap, nothing writes beside the child, and the ingesting process never maps a
-parser library (the PDF one alone holds ~140 MB once imported).
+parser library (the PDF one alone holds ~140 MB once imported; the server imports each on its first file).
 
 The protocol is pickled tuples over the server's stdin and stdout (multiprocessing's framing): a job in, an
 outcome out (ingest.parsers.child.parse_forked). The server stops at the end of its stdin, so it never
@@ -29,7 +29,6 @@ from ingest.document import ParsedDocument
 from ingest.parsers import child
 from kb_core.process_memory import release_free_memory
 
-_FORMATS = ("markdown", "pdf", "docx", "html", "openapi")
 _ANSWER_GRACE_S = 30.0  # past the child's own hard stop: the server itself is stuck, and is replaced
 _START_S = 120.0  # for a new server's imports (~1 s) on a loaded machine, before it acknowledges a job
 
@@ -142,15 +141,18 @@ def serve(requests: Connection, answers: Connection) -> None:
     import gc
     import importlib
 
-    for kind in _FORMATS:  # once, here: every child shares them instead of importing within its budget
-        importlib.import_module(f"ingest.parsers.{kind}")
-    gc.freeze()  # a collection in a child would otherwise touch (and copy) every object imported here
+    from ingest.parsers import detect_format
+
     while True:
         try:
             data, name, max_memory_bytes, max_parse_seconds, grace_s, limits = requests.recv()
         except EOFError:
             return
         answers.send_bytes(b"")  # taken: from now on, the server's death is this file's failure
+        # The format's parser is imported here, the first time: every child shares it instead of importing
+        # it within its budget, and a server that is never sent a PDF never holds the PDF library (~140 MB).
+        importlib.import_module(f"ingest.parsers.{detect_format(name)}")
+        gc.freeze()  # a collection in a child would otherwise touch (and copy) every object imported here
         answer = child.parse_forked_pickled(
             data,
             name,
