@@ -32,9 +32,9 @@ DEFAULT_MAX_DECOMPRESSED_BYTES = 32 * 1024 * 1024
 # Checked by the PDF and DOCX parsers between pages and paragraphs; the 2,000-page PDF and 20k-paragraph DOCX
 # targets (60 s, 10 s) fit. The Lambda worker sets less (infra/template.yaml), under its own timeout.
 DEFAULT_MAX_PARSE_SECONDS = 120.0
-# A parse runs in a child process that may take this much memory beyond the worker's (ingest.parsers.child).
-# The Lambda worker's 1,024 MB (infra/) = the worker idle (~225 MB RSS) + a parse (512 MiB) + the parsed
-# document and its chunks held afterwards. 24 MB of Markdown needs ~1.8 GB to parse: refused, not OOM-killed.
+# A parse runs in a child of the parse server that may take this much memory beyond the server's
+# (ingest.parsers.child, ingest.parsers.parse_server). The Lambda worker's 1,024 MB (infra/) = the worker and its
+# parse server idle (~240 MB together) + a parse (512 MiB) + the parsed document and its chunks held afterwards. 24 MB of Markdown needs ~1.8 GB to parse: refused, not OOM-killed.
 DEFAULT_MAX_PARSE_MEMORY_BYTES = 512 * 1024 * 1024
 
 
@@ -178,7 +178,7 @@ class AwsSettings(BaseSettings):
         DEFAULT_MAX_PARSE_MEMORY_BYTES,
         ge=0,
         validation_alias="KB_MAX_PARSE_MEMORY_BYTES",
-        description="A parse runs in a child process capped at this much more memory; 0 parses in-process.",
+        description="A parse runs in a child of the parse server capped at this much more memory; 0 parses in-process.",
     )
     withdrawn_retention_days: int | None = Field(
         None,

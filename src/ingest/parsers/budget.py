@@ -46,7 +46,7 @@ def check_package_size(data: bytes, budget: int, kind: str) -> None:
 
 
 class OutOfMemory(ParseError):
-    """A parse ran out of memory: in a child process, its budget (ingest.parsers.child) was reached."""
+    """A parse ran out of memory: in a parse child, its budget (ingest.parsers.child) was reached."""
 
 
 class Deadline:
