@@ -36,7 +36,7 @@ from sklearn.model_selection import StratifiedGroupKFold
 from evals.injection.corpus_part import KIND as CORPUS_KIND
 from evals.injection.corpus_part import corpus_passages
 from evals.injection.data_set import Passage, development, group_of
-from ingest.injection_ngrams import BUCKETS, char_ngrams, damped_counts, word_ngrams
+from ingest.injection_ngrams import BUCKETS, char_buckets, damped_bucket_counts, word_buckets
 from ingest.injection_score import clause_text, feature_values
 from ingest.scanner import rule_findings
 
@@ -69,7 +69,7 @@ class Design:
 def _counts(texts: list[str], grams) -> sparse.csr_matrix:  # type: ignore[no-untyped-def]
     rows, cols, vals = [], [], []
     for i, text in enumerate(texts):
-        index, values = damped_counts(grams(text))
+        index, values = damped_bucket_counts(grams(text))
         rows += [i] * len(index)
         cols += index.tolist()
         vals += values.tolist()
@@ -81,7 +81,7 @@ def design(passages: list[Passage]) -> Design:
     # The classifier only decides when no rule matched (ingest.injection), so it learns without rule features.
     rows = [feature_values(p.text, n, set()) for p, n in zip(passages, normalised, strict=True)]
     names = sorted({name for row in rows for name in row} - LEFT_OUT)
-    words, chars = _counts(normalised, word_ngrams), _counts(normalised, char_ngrams)
+    words, chars = _counts(normalised, word_buckets), _counts(normalised, char_buckets)
     buckets = np.flatnonzero(np.asarray((words != 0).sum(axis=0) + (chars != 0).sum(axis=0)).ravel())
     return Design(
         words=words[:, buckets].tocsr(),

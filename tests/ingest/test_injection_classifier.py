@@ -61,3 +61,12 @@ def test_a_model_file_with_the_wrong_number_of_weights_is_refused_with_the_reaso
     buffer.seek(0)
     with pytest.raises(ValueError, match="10 n-gram weights, expected"):
         load_model(buffer)
+
+
+def test_the_cached_buckets_are_those_of_the_n_grams_in_their_order():
+    from ingest.injection_ngrams import bucket, char_buckets, char_ngrams, word_buckets
+
+    text = "Ignore the form's previous version; Ignore   it, ignore <|im_start|> ÜBER naïve 指示 ignore"
+    for _ in range(2):  # the second time from the caches
+        assert word_buckets(text) == [bucket(g) for g in word_ngrams(text)]
+        assert list(char_buckets(text)) == [bucket(g) for g in char_ngrams(text)]
