@@ -4,8 +4,10 @@ in order, and text hidden by the page's own stylesheet marked like the other hid
 
 from __future__ import annotations
 
+import pytest
+
 from ingest.chunker import chunk_document
-from ingest.document import Heading, Paragraph, Table
+from ingest.document import Heading, Paragraph, ParseError, Table
 from ingest.injection import scan_chunk
 from ingest.parsers import parse_document
 
@@ -141,3 +143,41 @@ def test_line_breaks_and_paragraphs_inside_cells_and_items_do_not_run_words_toge
     assert table.rows[1] == ("Platform", "On call weekdays")
     assert Paragraph("- First step then wait") in blocks
     assert Paragraph("```\ndeploy\n--now\ndone\n```") in blocks
+
+
+def page_of(body: str) -> bytes:
+    return f"<!DOCTYPE html><html><head></head><body><h1>Deploy Guide</h1>{CONTROL}{body}</body></html>".encode()
+
+
+def test_a_page_nesting_elements_ten_thousand_deep_is_refused_naming_its_line_before_the_tree_is_built():
+    # 60,000 nested <div>: the tree took 4.4 s to build, and the walk then failed "nested too deeply to
+    # read"; 500,000 ran past the time limit. Refused before building, with the line and the fix.
+    body = "<h2>1. Scope</h2>\n<p>Intro.</p>\n" + "<div>" * 60_000 + "<p>deep</p>" + "</div>" * 60_000
+    with pytest.raises(ParseError) as refused:
+        parse_document(page_of(body), "deep.html", max_bytes=10**8)
+    assert str(refused.value) == (
+        "line 3 of the HTML nests elements 10,000 or more deep, past what the HTML parser reads in time: flatten it"
+    )
+
+
+def test_depth_is_counted_as_a_tree_builder_nests_so_wide_pages_with_implied_ends_pass():
+    # 30,000 of each: paragraphs and list items left open, line breaks and images, spans closed by their
+    # parent's end tag, and a script holding "<div>" text. None of it nests: the page parses.
+    sections = [
+        "<h2>1. Scope</h2>" + "<p>open paragraph <br><img src=x.png>" * 30_000,
+        "<h2>2. Lists</h2><ul>" + "<li>item" * 30_000 + "</ul>",
+        "<h2>3. Spans</h2>" + "<div><span><span>text</div>" * 30_000,
+        "<h2>4. Script</h2><script>" + "'<div>'" * 30_000 + "</script><p>after the script</p>",
+    ]
+    document = parse_document(page_of("".join(sections)), "wide.html", max_bytes=10**8)
+    headings = [b.text for b in document.blocks if isinstance(b, Heading)]
+    assert headings == ["Deploy Guide", "1. Scope", "2. Lists", "3. Spans", "4. Script"]
+
+
+def test_the_exact_count_finds_depth_that_sibling_tags_around_it_do_not_hide():
+    from ingest.parsers.html import MAX_DEPTH, refuse_deep_nesting
+
+    siblings = "<div>x</div>\n" * 50_000
+    refuse_deep_nesting(siblings + "<section>" * (MAX_DEPTH - 10) + "</section>" * (MAX_DEPTH - 10))
+    with pytest.raises(ParseError, match=r"^line 50001 of the HTML nests elements 10,000 or more deep"):
+        refuse_deep_nesting(siblings + "<section>" * MAX_DEPTH + siblings)
