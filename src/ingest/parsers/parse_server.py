@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import os
 import signal
+import site
 import subprocess
 import sys
 import threading
@@ -96,8 +97,10 @@ class ParseServer:
         if self._process is not None and self._process.poll() is None:
             return
         self._stop()
+        env = dict(os.environ)
         source = str(Path(__file__).resolve().parents[2])  # the folder `ingest` is imported from
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))}
+        if source not in site.getsitepackages():  # a source tree this process found on its own path
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))
         self._process = subprocess.Popen(
             [sys.executable, "-m", "ingest.parsers.parse_server"],
             stdin=subprocess.PIPE,
@@ -117,7 +120,7 @@ class ParseServer:
         self._requests = self._answers = None
         if self._process is not None and self._owner == os.getpid():
             if self._process.poll() is None:
-                self._process.kill()  # its child, if any, sees its pipe close and is stopped by its own limit
+                self._process.kill()  # its child, if any, is killed with it (child._stop_with_parent)
             self._process.wait()
         self._process = None
 
