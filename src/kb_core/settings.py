@@ -34,7 +34,7 @@ DEFAULT_MAX_DECOMPRESSED_BYTES = 32 * 1024 * 1024
 DEFAULT_MAX_PARSE_SECONDS = 120.0
 # A parse runs in a child of the parse server that may take this much memory beyond the server's
 # (ingest.parsers.child, ingest.parsers.parse_server). The Lambda worker's 1,024 MB (infra/) = the worker and its
-# parse server idle (~240 MB together) + a parse (512 MiB) + the parsed document and its chunks held afterwards.
+# parse server idle (~150 MB together) + a parse (512 MiB) + the parsed document and its chunks held afterwards.
 # 24 MB of Markdown needs ~1.8 GB to parse in one piece: refused, not OOM-killed.
 DEFAULT_MAX_PARSE_MEMORY_BYTES = 512 * 1024 * 1024
 

@@ -348,3 +348,31 @@ def test_a_short_document_set_larger_than_its_header_block_keeps_its_text_as_bod
     parsed = parse_document(sized_pdf(body), "short.pdf", max_bytes=5_000_000)
     assert [b.text for b in parsed.blocks if isinstance(b, Heading)] == [FIELDS["Title"], "Reconciliation"]
     assert [b.text for b in parsed.blocks if isinstance(b, Paragraph)] == ["Cut-off time noon Owner desk Treasury"]
+
+
+def test_the_pdf_parser_loads_the_pdf_library_without_its_layout_and_markdown_add_ons_and_prints_nothing():
+    # A process of its own: the add-ons (and onnxruntime with them) are what `import pymupdf` loads by itself.
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from ingest.parsers import parse_document\n"
+        "path = Path('corpus/risk/RSK-STD-003.pdf')\n"
+        "assert parse_document(path.read_bytes(), path.name, max_bytes=10**8).blocks\n"
+        "print(sorted(m for m in ('onnxruntime', 'pymupdf4llm', 'networkx') if sys.modules.get(m)), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == "[]"
+    assert done.stdout == ""  # no suggestion to install the layout analyser among a worker's output

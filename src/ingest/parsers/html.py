@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-import numpy as np
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table, normalise_space
@@ -319,9 +318,8 @@ _IMPLIED_END = {"p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "
 _RAW_TEXT = {"script", "style", "textarea", "title", "xmp", "noscript", "iframe", "noembed", "noframes"}
 _RAW_TEXT_END = {name: re.compile(f"</{name}", re.I) for name in _RAW_TEXT}
 _PEEK = 9  # bytes read after "<": "/" and 8 of the name, enough for every name below and the byte after it
-_NOT_NESTING_KEYS = np.array([int.from_bytes(t.encode().ljust(8, b"\0"), "little") for t in _VOID | _IMPLIED_END])
-_NAME_BYTE = np.zeros(256, dtype=bool)  # bytes that continue a tag name, once lower-cased by | 0x20
-_NAME_BYTE[np.frombuffer(b"abcdefghijklmnopqrstuvwxyz0123456789-:", dtype=np.uint8)] = True
+_NOT_NESTING_KEYS = [int.from_bytes(t.encode().ljust(8, b"\0"), "little") for t in _VOID | _IMPLIED_END]
+_NAME_BYTES = b"abcdefghijklmnopqrstuvwxyz0123456789-:"  # bytes that continue a tag name, once lower-cased
 
 
 def _most_unclosed(text: str) -> int:
@@ -331,17 +329,21 @@ def _most_unclosed(text: str) -> int:
     has closed yet, so this bounds the depth, and the pages below MAX_DEPTH (all real ones) skip the exact
     count (~1 s for such a page). End tags that close nothing can hide depth from it: such a page still
     meets the parse's time limit (KB_MAX_PARSE_SECONDS)."""
+    if text.count("<") < MAX_DEPTH:  # every level needs a start tag
+        return 0
+    import numpy as np  # here: the parse server then holds numpy only after a page this large
+
     raw = np.frombuffer(text.encode("utf-8", "surrogatepass") + bytes(_PEEK), dtype=np.uint8)
     at = np.flatnonzero(raw[:-_PEEK] == ord("<"))
-    if at.size < MAX_DEPTH:  # every level needs a start tag
-        return int(at.size)
     after = np.lib.stride_tricks.sliding_window_view(raw, _PEEK)[at + 1] | 0x20  # letters lower-cased
     closing = after[:, 0] == ord("/")
     name = np.where(closing[:, None], after[:, 1:], after[:, :-1])  # 8 bytes from the name's start
     is_letter = (name[:, 0] >= ord("a")) & (name[:, 0] <= ord("z"))
-    length = np.argmin(_NAME_BYTE[name], axis=1)  # up to the first byte that is not a name's (8: longer)
+    name_byte = np.zeros(256, dtype=bool)
+    name_byte[np.frombuffer(_NAME_BYTES, dtype=np.uint8)] = True
+    length = np.argmin(name_byte[name], axis=1)  # up to the first byte that is not a name's (8: longer)
     packed = np.where(np.arange(8) < length[:, None], name, 0).view("<u8").ravel()
-    counted = is_letter & ~np.isin(packed, _NOT_NESTING_KEYS)
+    counted = is_letter & ~np.isin(packed, np.array(_NOT_NESTING_KEYS, dtype=np.uint64))
     steps = (counted & ~closing).astype(np.int32) - (counted & closing)
     return int(np.cumsum(steps).max(initial=0))
 

@@ -24,12 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import pymupdf
-
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
 from ingest.header import FIELDS, build_header, field_key
 from ingest.hidden import mark_hidden
 from ingest.parsers.budget import Deadline
+from ingest.parsers.pdf_library import pymupdf
 
 _TEXT_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_LIGATURES & ~pymupdf.TEXT_PRESERVE_IMAGES
 _BULLET = re.compile(r"^([•▪◦‣∙·●\-–]|\d+[.)])\s+")
