@@ -40,7 +40,8 @@ from ingest.upsert import (
 )
 from kb_core.db.embedding_space import check_embedding_space
 from kb_core.embedders.base import Embedder, EmbeddingError, Embeddings
-from kb_core.settings import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_PARSE_SECONDS, AwsSettings
+from kb_core.file_limits import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_PARSE_SECONDS
+from kb_core.settings import AwsSettings
 from kb_core.token_count import EMBEDDING_INPUT_LIMIT
 
 FAILURES = (ParseError, EmbeddingError, VersionConflict, psycopg.Error)

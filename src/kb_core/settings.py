@@ -15,6 +15,11 @@ import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from kb_core.file_limits import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    DEFAULT_MAX_PARSE_MEMORY_BYTES,
+    DEFAULT_MAX_PARSE_SECONDS,
+)
 from kb_core.roles import Role
 
 _COMMON = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=False, validate_default=True)
@@ -22,21 +27,6 @@ _COMMON = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=Fal
 
 class ConfigError(Exception):
     """A setting has a value the product cannot use; the message names the environment variable."""
-
-
-# A .docx is a zip of XML, and XML compresses 100-fold: KB_MAX_FILE_BYTES alone lets a 1 MB file expand
-# to gigabytes. 32 MiB holds a package at the 25 MiB file limit of images (which barely compress) plus
-# several MB of XML (20k Word paragraphs are ~10-20 MB), while python-docx's tree of the XML (measured
-# 6x its size for prose, up to 22x for empty paragraphs) stays inside the worker's 1,024 MB (infra/).
-DEFAULT_MAX_DECOMPRESSED_BYTES = 32 * 1024 * 1024
-# Checked by the PDF and DOCX parsers between pages and paragraphs; the 2,000-page PDF and 20k-paragraph DOCX
-# targets (60 s, 10 s) fit. The Lambda worker sets less (infra/template.yaml), under its own timeout.
-DEFAULT_MAX_PARSE_SECONDS = 120.0
-# A parse runs in a child of the parse server that may take this much memory beyond the server's
-# (ingest.parsers.child, ingest.parsers.parse_server). The Lambda worker's 1,024 MB (infra/) = the worker and its
-# parse server idle (~150 MB together) + a parse (512 MiB) + the parsed document and its chunks held afterwards.
-# 24 MB of Markdown needs ~1.8 GB to parse in one piece: refused, not OOM-killed.
-DEFAULT_MAX_PARSE_MEMORY_BYTES = 512 * 1024 * 1024
 
 
 def default_state_dir() -> Path:

@@ -244,3 +244,14 @@ def test_the_parse_server_stops_when_the_process_that_started_it_is_killed():
     while server.is_running() and server.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not server.is_running() or server.status() == psutil.STATUS_ZOMBIE
+
+
+def test_the_parse_server_maps_no_library_that_parsing_does_not_need():
+    # Its imports are its memory: the settings' validation library and the model runtime (which the PDF
+    # library's add-ons brought) are not needed to parse, and the server holds neither after a PDF and a DOCX.
+    for path in (REPO / "corpus/risk/RSK-STD-003.pdf", REPO / "corpus/compliance/CMP-GDE-008.docx"):
+        assert parse_document(path.read_bytes(), path.name, max_bytes=10**8, max_parse_memory_bytes=256 * MiB).blocks
+    with open(f"/proc/{_server_pid()}/maps") as maps:
+        mapped = maps.read()
+    assert "pymupdf" in mapped  # the check reads the right process
+    assert "pydantic_core" not in mapped and "onnxruntime" not in mapped

@@ -10,7 +10,7 @@ from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocume
 from ingest.hidden import has_invisible_characters, reveal_invisible_characters
 from ingest.parsers.budget import Deadline, OutOfMemory, check_package_size
 from ingest.parsers.sniff import check_content_matches
-from kb_core.settings import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_PARSE_SECONDS
+from kb_core.file_limits import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_PARSE_SECONDS
 
 FORMATS = {
     ".md": "markdown",
