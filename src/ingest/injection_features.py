@@ -422,44 +422,43 @@ def _directive(clause: str) -> bool:
     return _ANSWER_DIRECTIVE.search(clause) is not None
 
 
+# The flags that are one unanchored pattern found in the window, in a table: text_features leaves out those
+# absent from the whole text, and a loop over the rest costs less than a call per flag.
+_PATTERN_FLAGS = (
+    *(("says", _SAY_ANYWHERE), ("output", _OUTPUT), ("user", _USER), ("you_model", _YOU_MODEL)),
+    *(("condition", _CONDITION), ("staff", _STAFF), ("false_claim", _FALSE_CLAIM), ("exfil_verb", _EXFIL_VERB)),
+    *(("exfil_object", _EXFIL_OBJECT), ("destination", _DESTINATION), ("secret", _SECRET)),
+    *(("open_link", _OPEN_LINK), ("override", _OVERRIDE), ("roleplay", _ROLEPLAY), ("training", _TRAINING)),
+    *(("self_doc", _SELF_DOC), ("ml_model", _ML_MODEL), ("ml_user", _ML_USER), ("ml_output", _ML_OUTPUT)),
+    *(("ml_override", _ML_OVERRIDE), ("ml_prompt", _ML_PROMPT), ("literal", _LITERAL)),
+    *(("harmful", _HARMFUL_ACTION), ("harm_goal", _HARM_GOAL)),
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _present(absent: frozenset[re.Pattern[str]]) -> tuple[tuple[tuple[str, re.Pattern[str]], ...], tuple[str, ...]]:
+    """The pattern flags to look for, and the names of those known to be false."""
+    return (
+        tuple((name, p) for name, p in _PATTERN_FLAGS if p not in absent),
+        tuple(name for name, p in _PATTERN_FLAGS if p in absent),
+    )
+
+
 def _flags(window: str, absent: frozenset[re.Pattern[str]] = frozenset()) -> dict[str, bool]:
     """The yes/no answers one window's features are made of."""
-
-    def found(pattern: re.Pattern[str]) -> bool:
-        return pattern not in absent and pattern.search(window) is not None
-
     parts = clauses(window)
-    return {
-        "addressed": bool(_VOCATIVE.search(window)) or found(_READER),
-        "imperative": any(_imperative(c) for c in parts) or bool(_IMPERATIVE.search(window)),
-        "says": found(_SAY_ANYWHERE),
-        "output": found(_OUTPUT),
-        "user": found(_USER),
-        "you_model": found(_YOU_MODEL),
-        "condition": found(_CONDITION),
-        "staff": found(_STAFF),
-        "false_claim": found(_FALSE_CLAIM),
-        "exfil_verb": found(_EXFIL_VERB),
-        "exfil_object": found(_EXFIL_OBJECT),
-        "destination": found(_DESTINATION),
-        "secret": found(_SECRET),
-        "tool": bool(_TOOL.search(window)),
-        "open_link": found(_OPEN_LINK),
-        "override": found(_OVERRIDE),
-        "roleplay": found(_ROLEPLAY),
-        "training": found(_TRAINING),
-        "self_doc": found(_SELF_DOC),
-        "ml_model": found(_ML_MODEL),
-        "ml_user": found(_ML_USER),
-        "ml_output": found(_ML_OUTPUT),
-        "ml_override": found(_ML_OVERRIDE),
-        "ml_prompt": found(_ML_PROMPT),
-        "foreign": not window.isascii() or bool(_FOREIGN.search(window)),
-        "directive": any(_directive(c) for c in parts),
-        "literal": found(_LITERAL),
-        "harmful": found(_HARMFUL_ACTION),
-        "harm_goal": found(_HARM_GOAL),
-    }
+    present, missing = _present(absent)
+    flags = dict.fromkeys(missing, False)
+    for name, pattern in present:
+        flags[name] = pattern.search(window) is not None
+    flags["addressed"] = _VOCATIVE.search(window) is not None or (
+        _READER not in absent and _READER.search(window) is not None
+    )
+    flags["imperative"] = any(_imperative(c) for c in parts) or _IMPERATIVE.search(window) is not None
+    flags["tool"] = _TOOL.search(window) is not None
+    flags["foreign"] = not window.isascii() or _FOREIGN.search(window) is not None
+    flags["directive"] = any(_directive(c) for c in parts)
+    return flags
 
 
 def _window_features(window: str, absent: frozenset[re.Pattern[str]] = frozenset()) -> dict[str, bool]:
