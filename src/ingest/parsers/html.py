@@ -318,7 +318,8 @@ _IMPLIED_END = {"p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "
 _RAW_TEXT = {"script", "style", "textarea", "title", "xmp", "noscript", "iframe", "noembed", "noframes"}
 _RAW_TEXT_END = {name: re.compile(f"</{name}", re.I) for name in _RAW_TEXT}
 _PEEK = 9  # bytes read after "<": "/" and 8 of the name, enough for every name below and the byte after it
-_NOT_NESTING_KEYS = [int.from_bytes(t.encode().ljust(8, b"\0"), "little") for t in _VOID | _IMPLIED_END]
+_NOT_NESTING = _VOID | _IMPLIED_END
+_NOT_NESTING_KEYS = [int.from_bytes(t.encode().ljust(8, b"\0"), "little") for t in _NOT_NESTING]
 _NAME_BYTES = b"abcdefghijklmnopqrstuvwxyz0123456789-:"  # bytes that continue a tag name, once lower-cased
 
 
@@ -373,7 +374,7 @@ def refuse_deep_nesting(text: str) -> None:
             end = _RAW_TEXT_END[name].search(text, position)
             position = len(text) if end is None else end.start()
             continue
-        if self_closed or name in _VOID or name in _IMPLIED_END:
+        if self_closed or name in _NOT_NESTING:
             continue
         open_tags.append(name)
         open_count[name] = open_count.get(name, 0) + 1

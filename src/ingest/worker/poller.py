@@ -46,6 +46,14 @@ def lambda_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[
     }
 
 
+def visibility_entries(messages: list[dict[str, Any]], timeout_s: int | None) -> list[dict[str, Any]]:
+    """ChangeMessageVisibilityBatch entries setting these messages' visibility timeout."""
+    return [
+        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": timeout_s}
+        for i, m in enumerate(messages)
+    ]
+
+
 @dataclass
 class WorkerStats:
     batches: int = 0
@@ -150,19 +158,14 @@ class SqsWorker:
 
     def _release(self, messages: list[dict[str, Any]]) -> None:
         """Stopping: hand the unprocessed messages back to the queue now rather than after the timeout."""
-        entries = [
-            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0} for i, m in enumerate(messages)
-        ]
+        entries = visibility_entries(messages, 0)
         self._with_retry(lambda: self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries))
         self.stats.released += len(messages)
 
     def _retry_later(self, messages: list[dict[str, Any]]) -> None:
         """Failed messages come back after retry_delay_s rather than the whole visibility timeout (which
         must stay long enough for a slow batch), so a broken file reaches the DLQ within minutes."""
-        entries = [
-            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": self.retry_delay_s}
-            for i, m in enumerate(messages)
-        ]
+        entries = visibility_entries(messages, self.retry_delay_s)
         try:
             self._with_retry(lambda: self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries))
         except (ClientError, BotoCoreError) as exc:  # they still come back, after the visibility timeout
@@ -220,10 +223,7 @@ class VisibilityHeartbeat:
         period = max(1.0, (self.timeout_s or 0) / 3)
         while not self._done.wait(period):
             with self._lock:
-                entries = [
-                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": self.timeout_s}
-                    for i, m in enumerate(self._messages[:10])
-                ]
+                entries = visibility_entries(self._messages[:10], self.timeout_s)
                 if not entries:
                     continue
                 self._idle.clear()
