@@ -23,6 +23,8 @@ import functools
 import html
 import itertools
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 from urllib.parse import unquote
 
 # --- vocabularies ------------------------------------------------------------------------------------------
@@ -444,7 +446,11 @@ def _present(absent: frozenset[re.Pattern[str]]) -> tuple[tuple[tuple[str, re.Pa
     )
 
 
-def _flags(window: str, absent: frozenset[re.Pattern[str]] = frozenset()) -> dict[str, bool]:
+# A chunk's section path is the first clause of every chunk of its section, and headings, table cells and
+# boilerplate recur: on corpus/ 20,291 clauses are 9,323 distinct texts, 13,434 distinct with the whole text's
+# absent patterns. The answers depend on nothing else, so each is worked out once (read-only: shared by callers).
+@functools.lru_cache(maxsize=16384)
+def _flags(window: str, absent: frozenset[re.Pattern[str]] = frozenset()) -> Mapping[str, bool]:
     """The yes/no answers one window's features are made of."""
     parts = clauses(window)
     present, missing = _present(absent)
@@ -458,14 +464,14 @@ def _flags(window: str, absent: frozenset[re.Pattern[str]] = frozenset()) -> dic
     flags["tool"] = _TOOL.search(window) is not None
     flags["foreign"] = not window.isascii() or _FOREIGN.search(window) is not None
     flags["directive"] = any(_directive(c) for c in parts)
-    return flags
+    return MappingProxyType(flags)
 
 
 def _window_features(window: str, absent: frozenset[re.Pattern[str]] = frozenset()) -> dict[str, bool]:
     return _features_of(_flags(window, absent))
 
 
-def _features_of(flags: dict[str, bool]) -> dict[str, bool]:
+def _features_of(flags: Mapping[str, bool]) -> dict[str, bool]:
     """The window features, conjunctions included, from a window's flags."""
     addressed, imperative, says, output = flags["addressed"], flags["imperative"], flags["says"], flags["output"]
     user, you_model, condition, staff = flags["user"], flags["you_model"], flags["condition"], flags["staff"]
