@@ -99,3 +99,108 @@ def test_the_ceiling_is_looked_up_once_per_statement_not_once_per_row(managed_li
     explained = plan(targets.server, Role.SUPPORT_AGENT, f"SELECT * FROM {table} WHERE classification IS NOT NULL", {})
     assert "kb.role_ceiling()" not in explained, explained
     assert "classification <= (InitPlan 1).col1" in explained, explained
+
+
+def run(conninfo: str, role: Role, statement: str, params: dict, *, analyze: bool = False) -> list:  # type: ignore[type-arg]
+    with psycopg.connect(reader_conninfo(conninfo, role), autocommit=True) as conn:
+        register_vector(conn)
+        with conn.transaction():
+            conn.execute(f"SET LOCAL ROLE {role.value}")
+            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            prefix = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " if analyze else ""
+            return conn.execute(prefix + statement, params).fetchall()
+
+
+def filtered_params(term: str, departments: list[str], **kwargs) -> dict:  # type: ignore[type-arg]
+    return statement_params(text=term, vector=query_vectors(SPEC, 1)[0], departments=departments, limit=8, **kwargs)
+
+
+def executed(explained: list) -> str:  # type: ignore[type-arg]
+    """The plan without the nodes that never ran (each one's details and children are indented under it)."""
+    kept, skipping_below = [], None
+    for (line,) in explained:
+        indent = len(line) - len(line.lstrip())
+        if skipping_below is not None and indent > skipping_below:
+            continue
+        skipping_below = indent if "never executed" in line else None
+        if skipping_below is None:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def test_a_filter_that_keeps_few_chunks_is_read_through_the_department_index_not_the_graph_or_a_common_words_matches(
+    managed_like,
+):
+    """The 1% department filter keeps 80 of the lowest role's chunks; the common marker is in a quarter of them
+    all, far more than the filter keeps, so both legs read the filter's chunks by the department index."""
+    targets, _ = managed_like
+    statement = hybrid_sql(with_vector=True)
+    common = executed(
+        run(
+            targets.server,
+            Role.DEMO_READONLY,
+            statement,
+            filtered_params(MARKERS["common"][0], ["finance"]),
+            analyze=True,
+        )
+    )
+    assert "chunks_public_embedding_idx" not in common, common
+    assert "chunks_public_tsv_idx" not in common, common
+    assert "Bitmap Index Scan on chunks_public_department_idx" in common, common
+    assert "COALESCE((tsv @@ w.word), false)" in common, common  # each filtered chunk tested for the word
+    # a rare word's few matches are still found as before: through its own index condition, whichever index the
+    # planner picks for it (at this size, the department's)
+    rare = executed(
+        run(
+            targets.server,
+            Role.DEMO_READONLY,
+            statement,
+            filtered_params(MARKERS["rare"][0], ["finance"]),
+            analyze=True,
+        )
+    )
+    assert "COALESCE((tsv @@ w.word), false)" not in rare, rare
+    unfiltered = executed(
+        run(
+            targets.server,
+            Role.DEMO_READONLY,
+            hybrid_sql(with_vector=True, department_filter=False),
+            params(MARKERS["common"][0]),
+            analyze=True,
+        )
+    )
+    assert "Index Scan using chunks_public_embedding_idx" in unfiltered, unfiltered
+
+
+@pytest.mark.parametrize("role", [Role.DEMO_READONLY, Role.COMPLIANCE_OFFICER])
+@pytest.mark.parametrize("departments", [["finance"], ["legal"], ["finance", "legal"]])
+@pytest.mark.parametrize("term", ["rare", "medium", "common"])
+def test_a_word_read_through_the_department_index_matches_what_its_own_index_matches(
+    managed_like, role, departments, term
+):
+    """few_rows 0 turns the department paths off: every filter, word and role gets the same full-text answer."""
+    targets, _ = managed_like
+    statement = hybrid_sql(with_vector=False)
+    words = f"{MARKERS[term][0]} {MARKERS['common'][0]}"  # the common word too: every filter has some matches
+    served = run(targets.server, role, statement, filtered_params(words, departments))
+    indexes_alone = run(targets.server, role, statement, filtered_params(words, departments, few_rows=0))
+    assert served and served == indexes_alone
+
+
+@pytest.mark.parametrize("role", [Role.DEMO_READONLY, Role.COMPLIANCE_OFFICER])
+@pytest.mark.parametrize("departments", [["finance"], ["legal"], ["finance", "legal"]])
+def test_a_filter_that_keeps_few_chunks_gets_the_exact_nearest_chunks(managed_like, role, departments):
+    """Read by the department index, the vector leg is exact: the top_k are the filter's nearest chunks (the
+    graph's iterative scan may miss some of them)."""
+    targets, _ = managed_like
+    served = run(targets.server, role, hybrid_sql(with_vector=True, with_text=False), filtered_params("", departments))
+    exact = run(
+        targets.server,
+        role,
+        # every chunk's distance, then sorted (OFFSET 0: not through the graph, which ORDER BY distance would use)
+        "SELECT doc_code, anchor FROM (SELECT d.doc_code, c.anchor, c.embedding_key <=> %(vector)s::halfvec AS distance"
+        " FROM kb.searchable_chunks c JOIN kb.documents d USING (doc_id)"
+        " WHERE c.is_effective AND c.department = ANY(%(departments)s) OFFSET 0) every ORDER BY distance LIMIT 8",
+        filtered_params("", departments),
+    )
+    assert len(exact) == 8 and [(r[0], r[6]) for r in served] == exact
