@@ -48,13 +48,7 @@ def managed_like():
 
 
 def plan(conninfo: str, role: Role, statement: str, params: dict) -> str:  # type: ignore[type-arg]
-    with psycopg.connect(reader_conninfo(conninfo, role), autocommit=True) as conn:
-        register_vector(conn)
-        with conn.transaction():
-            conn.execute(f"SET LOCAL ROLE {role.value}")
-            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            rows = conn.execute("EXPLAIN " + statement, params).fetchall()
-    return "\n".join(r[0] for r in rows)
+    return "\n".join(r[0] for r in run(conninfo, role, "EXPLAIN " + statement, params))
 
 
 def params(text: str) -> dict:  # type: ignore[type-arg]
@@ -101,22 +95,25 @@ def test_the_ceiling_is_looked_up_once_per_statement_not_once_per_row(managed_li
     assert "classification <= (InitPlan 1).col1" in explained, explained
 
 
-def run(conninfo: str, role: Role, statement: str, params: dict, *, analyze: bool = False) -> list:  # type: ignore[type-arg]
+def run(conninfo: str, role: Role, statement: str, params: dict) -> list:  # type: ignore[type-arg]
     with psycopg.connect(reader_conninfo(conninfo, role), autocommit=True) as conn:
         register_vector(conn)
         with conn.transaction():
             conn.execute(f"SET LOCAL ROLE {role.value}")
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            prefix = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " if analyze else ""
-            return conn.execute(prefix + statement, params).fetchall()
+            return conn.execute(statement, params).fetchall()
 
 
 def filtered_params(term: str, departments: list[str], **kwargs) -> dict:  # type: ignore[type-arg]
     return statement_params(text=term, vector=query_vectors(SPEC, 1)[0], departments=departments, limit=8, **kwargs)
 
 
-def executed(explained: list) -> str:  # type: ignore[type-arg]
-    """The plan without the nodes that never ran (each one's details and children are indented under it)."""
+def executed(conninfo: str, statement: str, params: dict) -> str:  # type: ignore[type-arg]
+    """The lowest role's plan as run, without the nodes that never ran (each one's details and children are
+    indented under it)."""
+    explained = run(
+        conninfo, Role.DEMO_READONLY, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + statement, params
+    )
     kept, skipping_below = [], None
     for (line,) in explained:
         indent = len(line) - len(line.lstrip())
@@ -135,39 +132,17 @@ def test_a_filter_that_keeps_few_chunks_is_read_through_the_department_index_not
     all, far more than the filter keeps, so both legs read the filter's chunks by the department index."""
     targets, _ = managed_like
     statement = hybrid_sql(with_vector=True)
-    common = executed(
-        run(
-            targets.server,
-            Role.DEMO_READONLY,
-            statement,
-            filtered_params(MARKERS["common"][0], ["finance"]),
-            analyze=True,
-        )
-    )
+    common = executed(targets.server, statement, filtered_params(MARKERS["common"][0], ["finance"]))
     assert "chunks_public_embedding_idx" not in common, common
     assert "chunks_public_tsv_idx" not in common, common
     assert "Bitmap Index Scan on chunks_public_department_idx" in common, common
     assert "COALESCE((tsv @@ w.word), false)" in common, common  # each filtered chunk tested for the word
     # a rare word's few matches are still found as before: through its own index condition, whichever index the
     # planner picks for it (at this size, the department's)
-    rare = executed(
-        run(
-            targets.server,
-            Role.DEMO_READONLY,
-            statement,
-            filtered_params(MARKERS["rare"][0], ["finance"]),
-            analyze=True,
-        )
-    )
+    rare = executed(targets.server, statement, filtered_params(MARKERS["rare"][0], ["finance"]))
     assert "COALESCE((tsv @@ w.word), false)" not in rare, rare
     unfiltered = executed(
-        run(
-            targets.server,
-            Role.DEMO_READONLY,
-            hybrid_sql(with_vector=True, department_filter=False),
-            params(MARKERS["common"][0]),
-            analyze=True,
-        )
+        targets.server, hybrid_sql(with_vector=True, department_filter=False), params(MARKERS["common"][0])
     )
     assert "Index Scan using chunks_public_embedding_idx" in unfiltered, unfiltered
 
