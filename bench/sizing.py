@@ -108,10 +108,11 @@ def _when_to_scale_out(measured: dict[int, dict[str, Any]]) -> list[str]:
         "(an HNSW insert costs a search). `kb serve` reads from a replica (README, read replica) and the "
         "replica needs the same shared_buffers as the primary, since it walks the same indexes.",
         "",
-        "**Partitioning by department** (sub-partitions of each classification) takes over when the 1% "
-        "department filter is the slow case: HNSW with iterative scan walks the whole graph's neighbourhood and "
-        "discards the other departments' nodes, so the fewer rows a filter keeps, the more nodes it visits per "
-        f"row returned (the worst hybrid p95 at {largest['chunks']:,} is {worst_p95:.0f} ms). A department's "
+        "**Partitioning by department** (sub-partitions of each classification) takes over when a department "
+        "filter keeps too many chunks to read them all (the search reads a filter's chunks itself below 5,000 "
+        "a role may read, kb_server/search.py) yet too few for the graph: HNSW with iterative scan discards the "
+        "other departments' nodes, so the fewer rows a filter keeps, the more nodes it visits per row returned "
+        f"(the worst hybrid p95 at {largest['chunks']:,} is {worst_p95:.0f} ms, a 10% filter). A department's "
         "own graph answers its filter at the cost of an unfiltered search visiting one graph per department. "
         "It also takes over when one server cannot hold the HNSW indexes in memory (the RAM column at 10M): "
         "then the partitions can live on separate servers, or replicas with more memory serve the search.",
