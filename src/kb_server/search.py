@@ -376,9 +376,11 @@ TEXT_QUERIES = {
 # The department filter's chunks this role may read, counted up to FEW_ROWS, and each word's chunks.
 _FILTERED = """,
            array_agg((SELECT coalesce(sum(s.chunks), 0) FROM kb.lexeme_stats s WHERE s.lexeme = words.lexeme)) AS dfs,
-           (SELECT count(*) FROM (SELECT FROM kb.searchable_chunks f
-                                  WHERE f.is_effective AND f.department = ANY(%(departments)s)
-                                  LIMIT %(few_rows)s) filtered) AS filtered"""
+           -- NULL without a filter (%(departments)s NULL), so that no department path is taken
+           CASE WHEN %(departments)s::text[] IS NOT NULL THEN
+               (SELECT count(*) FROM (SELECT FROM kb.searchable_chunks f
+                                      WHERE f.is_effective AND f.department = ANY(%(departments)s)
+                                      LIMIT %(few_rows)s) filtered) END AS filtered"""
 _QUERY_WORDS = """query AS (
     SELECT {tsq} AS tsq, array_agg(lexeme) AS lexemes, array_agg(quote_literal(lexeme)::tsquery) AS words,
            ceil(%(match_cap)s::float8 / nullif(count(*), 0))::int AS per_word,

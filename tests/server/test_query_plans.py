@@ -179,3 +179,16 @@ def test_a_filter_that_keeps_few_chunks_gets_the_exact_nearest_chunks(managed_li
         filtered_params("", departments),
     )
     assert len(exact) == 8 and [(r[0], r[6]) for r in served] == exact
+
+
+def test_the_statement_that_allows_a_filter_still_answers_without_one(managed_like):
+    """hybrid_sql's default keeps the department paths; called without departments it must walk the graph and
+    the GIN index as the unfiltered statement does (it once counted the missing filter's chunks as zero, "few",
+    and answered nothing)."""
+    targets, _ = managed_like
+    words = f"{MARKERS['rare'][0]} {MARKERS['common'][0]}"
+    with_paths = run(targets.server, Role.DEMO_READONLY, hybrid_sql(with_vector=True), params(words))
+    without = run(
+        targets.server, Role.DEMO_READONLY, hybrid_sql(with_vector=True, department_filter=False), params(words)
+    )
+    assert len(with_paths) == 8 and with_paths == without
