@@ -177,12 +177,11 @@ _BY_GIN_OR_DEPARTMENT = (
 )
 _WORD_MATCHES = """
           SELECT word_matches.*, w.lexeme
-          FROM unnest((SELECT words FROM query), (SELECT lexemes FROM query)) AS w(word, lexeme)
+          FROM unnest((SELECT words FROM query), (SELECT lexemes FROM query){dfs}) AS w(word, lexeme{df})
           CROSS JOIN LATERAL {matches} word_matches"""
-_WORD_MATCHES_FILTERED = _WORD_MATCHES.replace(
-    "(SELECT lexemes FROM query)) AS w(word, lexeme)",
-    "(SELECT lexemes FROM query), (SELECT dfs FROM query)) AS w(word, lexeme, df)",
-)
+# Each word's matches found through the GIN index alone, or (under a department filter) by either path.
+_UNFILTERED_WORD_MATCHES = _WORD_MATCHES.format(dfs="", df="", matches=_BY_GIN)
+_FILTERED_WORD_MATCHES = _WORD_MATCHES.format(dfs=", (SELECT dfs FROM query)", df=", df", matches=_BY_GIN_OR_DEPARTMENT)
 _QUERY_MATCHES = """
           SELECT * FROM (SELECT c.chunk_id, c.classification, c.doc_id, c.tsv, c.terms, NULL::text AS lexeme
                          FROM kb.chunks_{partition} c
@@ -414,15 +413,10 @@ def hybrid_sql(
         raise ValueError(f"text_rank must be one of {TEXT_RANKS}")
     query = _QUERY_WORDS.format(tsq=TEXT_QUERIES[text_query], filtered=_FILTERED if department_filter else "")
     # The OR form shares the cap out among the words; the websearch (AND) form caps the whole query's matches.
-    per_partition = (
-        (
-            _WORD_MATCHES_FILTERED.format(matches=_BY_GIN_OR_DEPARTMENT)
-            if department_filter
-            else _WORD_MATCHES.format(matches=_BY_GIN)
-        )
-        if text_query == "or"
-        else _QUERY_MATCHES
-    )
+    if text_query != "or":
+        per_partition = _QUERY_MATCHES
+    else:
+        per_partition = _FILTERED_WORD_MATCHES if department_filter else _UNFILTERED_WORD_MATCHES
     if with_identifiers:
         per_partition += "\n          UNION ALL" + _IDENTIFIER_MATCHES
     current = _CURRENT_AS_OF.format(c="c.") if as_of else _CURRENT
