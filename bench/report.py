@@ -287,25 +287,7 @@ def _targets(r: dict[str, Any]) -> list[str]:
     ]
 
 
-RECALL_TARGET, HYBRID_P95_TARGET = 0.97, 50.0
-
-
-def _by_ef(values: dict[Any, Any]) -> dict[int, Any]:
-    """ef_search keys as numbers: they are strings once results.json has been read back."""
-    return {int(ef): v for ef, v in values.items()}
-
-
-def recall_and_p95_by_ef_search(s: dict[str, Any]) -> dict[int, tuple[float, float]]:
-    """Per ef_search both were measured at: the lowest vector recall@10 over the filters and the worst hybrid
-    p95 over the nine cases. The served ef_search is the first recall column, its timings are `ours_ms`."""
-    recalls = [_by_ef(v["recall_at_10_by_ef_search"]) for v in s["recall"].values()]
-    served = next(iter(recalls[0]))
-    timings = [{served: v["ours_ms"], **_by_ef(v.get("ours_ms_by_ef_search", {}))} for v in s["queries"].values()]
-    return {
-        ef: (min(r[ef] for r in recalls), max(t[ef]["p95"] for t in timings))
-        for ef in timings[0]
-        if all(ef in r for r in recalls)
-    }
+HYBRID_P95_TARGET = 50.0
 
 
 def _recall_targets(s: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -313,16 +295,16 @@ def _recall_targets(s: dict[str, Any]) -> list[tuple[str, str, str]]:
     at the smallest ef_search that reaches the recall (the served one if it does)."""
     if not s.get("recall") or "recall_at_10_by_ef_search" not in next(iter(s["recall"].values())):
         return []
-    measured = recall_and_p95_by_ef_search(s)
-    reaching = [ef for ef, (recall, _) in sorted(measured.items()) if recall >= RECALL_TARGET]
+    measured = sizing.recall_and_p95_by_ef_search(s)
+    reaching = [ef for ef, (recall, _) in sorted(measured.items()) if recall >= sizing.RECALL_TARGET]
     ef = reaching[0] if reaching else max(measured, key=lambda e: measured[e][0])
     recall, p95 = measured[ef]
     where = f"{s['chunks']:,} × {s.get('dimensions', 384)}"
     return [
         (
-            f"vector recall@10 ≥ {RECALL_TARGET} at {where} (no filter, 10%, 1%)",
+            f"vector recall@10 ≥ {sizing.RECALL_TARGET} at {where} (no filter, 10%, 1%)",
             f"{recall:.3f} (lowest filter case) at ef_search {ef}" + ("" if reaching else ", the best measured"),
-            _check(recall, RECALL_TARGET, lower_is_better=False),
+            _check(recall, sizing.RECALL_TARGET, lower_is_better=False),
         ),
         (
             f"hybrid p95 ≤ {HYBRID_P95_TARGET:.0f} ms at {where}, every term × filter, at that ef_search",

@@ -57,10 +57,54 @@ def plan(entry: dict[str, Any], chunks: int) -> dict[str, Any]:
     }
 
 
+RECALL_TARGET = 0.97
+
+
+def _by_ef(values: dict[Any, Any]) -> dict[int, Any]:
+    """ef_search keys as numbers: they are strings once results.json has been read back."""
+    return {int(ef): v for ef, v in values.items()}
+
+
+def recall_and_p95_by_ef_search(s: dict[str, Any]) -> dict[int, tuple[float, float]]:
+    """Per ef_search both were measured at: the lowest vector recall@10 over the filters and the worst hybrid
+    p95 over the nine cases. The served ef_search is the first recall column, its timings are `ours_ms`."""
+    recalls = [_by_ef(v["recall_at_10_by_ef_search"]) for v in s["recall"].values()]
+    served = next(iter(recalls[0]))
+    timings = [{served: v["ours_ms"], **_by_ef(v.get("ours_ms_by_ef_search", {}))} for v in s["queries"].values()]
+    return {
+        ef: (min(r[ef] for r in recalls), max(t[ef]["p95"] for t in timings))
+        for ef in timings[0]
+        if all(ef in r for r in recalls)
+    }
+
+
+def ef_search_for(entry: dict[str, Any]) -> tuple[int, float] | None:
+    """The smallest ef_search the run timed at whose vector recall@10 reaches the target under every filter
+    case, with the hybrid query's worst p95 there."""
+    measured = recall_and_p95_by_ef_search(entry)
+    reaching = [ef for ef, (recall, _) in sorted(measured.items()) if recall >= RECALL_TARGET]
+    return (reaching[0], measured[reaching[0]][1]) if reaching else None
+
+
+def _ef_search_cell(runs: dict[int, dict[str, Any]], chunks: int) -> str:
+    """KB_HNSW_EF_SEARCH at `chunks`: measured where a run was, else the largest run's value as a floor
+    (recall falls as the graph grows, so a larger collection needs at least as much)."""
+    if chunks in runs and (found := ef_search_for(runs[chunks])) is not None:
+        return f"{found[0]} (measured: p95 {found[1]:.0f} ms)"
+    below = [n for n in runs if n < chunks and ef_search_for(runs[n]) is not None]
+    if not below:
+        return "–"
+    found = ef_search_for(runs[max(below)])
+    assert found is not None
+    return f"≥ {found[0]}: measure recall first"
+
+
 def render(r: dict[str, Any]) -> list[str]:
     measured: dict[int, dict[str, Any]] = {}
+    runs: dict[int, dict[int, dict[str, Any]]] = {}
     for entry in r.get("scale", []):
         dims = entry.get("dimensions", 384)
+        runs.setdefault(dims, {})[entry["chunks"]] = entry
         if dims not in measured or entry["chunks"] > measured[dims]["chunks"]:
             measured[dims] = entry
     if not measured or r.get("quick"):
@@ -75,11 +119,12 @@ def render(r: dict[str, Any]) -> list[str]:
         "the index when the classifications are even: give it the whole index's size if one classification "
         "holds most chunks), or the build falls back to inserting into the on-disk graph, several times slower; "
         "RAM adds the OS cache for a quarter of the table (the rows answers are read from) and 2 GB for "
-        "connections and the OS.",
+        "connections and the OS. KB_HNSW_EF_SEARCH (the server's, default 80) is the smallest the runs above "
+        f"timed at which the vector leg's recall@10 reaches {RECALL_TARGET} under every filter case.",
         "",
         "| dimensions (measured at) | chunks | HNSW index | on disk (tables and indexes) | HNSW build | "
-        "shared_buffers | maintenance_work_mem | RAM |",
-        "|---|---|---|---|---|---|---|---|",
+        "shared_buffers | maintenance_work_mem | RAM | KB_HNSW_EF_SEARCH |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for dims, entry in sorted(measured.items()):
         index = entry.get("index", "vector")
@@ -88,7 +133,7 @@ def render(r: dict[str, Any]) -> list[str]:
             lines.append(
                 f"| {dims} ({entry['chunks']:,}, {index} index) | {chunks:,} | {_gb(p['hnsw_gb'])} | "
                 f"{_gb(p['total_gb'])} | {_duration(p['build_s'])} | {_gb(p['shared_buffers_gb'])} | "
-                f"{_gb(p['maintenance_work_mem_gb'])} | {_gb(p['ram_gb'])} |"
+                f"{_gb(p['maintenance_work_mem_gb'])} | {_gb(p['ram_gb'])} | {_ef_search_cell(runs[dims], chunks)} |"
             )
     lines += ["", *_when_to_scale_out(measured), ""]
     return lines
