@@ -7,6 +7,7 @@ ratios, written to bench/results.md and bench/results.json. `--quick` runs every
     python -m bench --parts scale --scales 100000 --dims 384,1024   # only the synthetic scale runs, merged
     python -m bench --parts storage --scales 100000 --dims 1024     # vector vs halfvec, HNSW settings, merged
     python -m bench --quick --out /tmp/b     # every part, tiny
+    python -m bench --parts corpus           # only the queries at corpus size and the server's memory, likewise
     python -m bench --parts versions --scales 100000   # only the point-in-time part, into the existing results
     python -m bench --parts parse            # only parse throughput (PDF pages/s, DOCX paragraphs/s), likewise
     python -m bench --parts parse_text       # only parse throughput (Markdown, HTML, OpenAPI), into the results
@@ -66,9 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state", type=Path, default=REPO / ".kb-bench", help="the benchmark database's folder")
     parser.add_argument(
         "--parts",
-        choices=("all", "versions", "parse", "parse_text", "scale", "storage", "ingest", "audit", "openai"),
+        choices=("all", "corpus", "versions", "parse", "parse_text", "scale", "storage", "ingest", "audit", "openai"),
         default="all",
-        help="versions: only the point-in-time (as_of) part; parse: only PDF and DOCX parse throughput; "
+        help="corpus: only the queries at corpus size (SQL, tool call) and the server's memory; "
+        "versions: only the point-in-time (as_of) part; parse: only PDF and DOCX parse throughput; "
         "parse_text: only Markdown, HTML and OpenAPI parse throughput; scale: only the synthetic runs at --scales x "
         "--dims (and the real-vector comparison); storage: vector vs halfvec and HNSW settings at --scales x "
         "--dims; ingest: only the corpus ingest against its embedding calls; audit: only the audit record's cost "
@@ -82,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         "at 1M x 384 (more than the rest of the run); the replaced entry's naive figures are kept, marked as such",
     )
     args = parser.parse_args(argv)
+    if args.parts == "corpus":
+        return corpus_only(args)
     if args.parts == "versions":
         return versions_only(args)
     if args.parts == "parse":
@@ -292,6 +296,47 @@ def storage_only(args: argparse.Namespace) -> int:
     return 0
 
 
+def corpus_only(args: argparse.Namespace) -> int:
+    """The queries at corpus size and the server's memory alone, on corpus/ ingested afresh, merged into the
+    existing results.json and results.md: their two sections and the targets table."""
+    from evals.cache import CachingEmbedder
+    from evals.run import CACHE, ingest_corpus
+
+    results = json.loads((args.out / "results.json").read_text())
+    state = args.state
+    state.mkdir(exist_ok=True)
+    superuser = start_database(state, tuned=True)
+    model = LocalEmbedder()
+    model.load()
+    targets = fresh_database(superuser, "bench_corpus", model.space)
+    ingest_corpus(targets, CachingEmbedder(model, CACHE / "eval-vectors.npz"), prefix=True)
+    with psycopg.connect(targets.owner, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+    print("corpus size: queries, memory ...", flush=True)
+    load_before = os.getloadavg()[0]
+    queries = corpus.query_benchmarks(targets, model, rounds=10 if args.quick else 130)
+    queries["load"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+    queries["command"] = "python -m bench --parts corpus" + (" --quick" if args.quick else "")
+    queries["commit"] = parse_text.commit()
+    results["corpus_queries"] = queries
+    results["server_memory"] = corpus.server_memory(
+        targets, searches=16 if args.quick else 400, clients=4 if args.quick else 8
+    )
+    _save_json(args.out, results)
+    markdown = args.out / "results.md"
+    text = markdown.read_text()
+    for section in (
+        report.corpus_query_section(queries),
+        report.server_memory_section(results["server_memory"]),
+        report.targets_section(results),
+    ):
+        text = parse.splice(text, section)
+    markdown.write_text(text)
+    q = queries["tool_call_end_to_end_ms"]
+    print(f"wrote {markdown}: tool call p95 {q['p95']:.1f} ms, hybrid SQL p95 {queries['hybrid_sql_ms']['p95']:.1f} ms")
+    return 0
+
+
 def versions_only(args: argparse.Namespace) -> int:
     """The point-in-time part alone (corpus size and --scales), merged into the existing results.json."""
     from evals.cache import CachingEmbedder
@@ -349,7 +394,8 @@ def parse_text_only(args: argparse.Namespace) -> int:
 
 
 def ingest_only(args: argparse.Namespace) -> int:
-    """The ingest part alone (INGEST_ROUNDS interleaved rounds), merged into the existing results.json and results.md."""
+    """The ingest part alone (INGEST_ROUNDS interleaved rounds), merged into the existing results.json and
+    results.md."""
     started = time.perf_counter()
     results = json.loads((args.out / "results.json").read_text())
     state = args.state

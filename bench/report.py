@@ -89,6 +89,37 @@ def _parse(r: dict[str, Any]) -> list[str]:
     return render_parse(r.get("parse"))
 
 
+def corpus_query_section(q: dict[str, Any]) -> list[str]:
+    stamp = (
+        f" By `{q['command']}`, commit {q['commit']}; load {q['load'][0]} before, {q['load'][1]} after."
+        if q.get("command")
+        else ""
+    )
+    return [
+        "## Query at corpus size",
+        "",
+        f"{q['queries']} golden questions, each as its own role.{stamp}",
+        "",
+        "| | min / p50 / p95 ms |",
+        "|---|---|",
+        f"| query embedding (local model) | {_ms(q['query_embedding_ms'])} |",
+        f"| hybrid SQL (one round trip, under RLS) | {_ms(q['hybrid_sql_ms'])} |",
+        f"| `search_knowledge_base` end to end, through an MCP client session | {_ms(q['tool_call_end_to_end_ms'])} |",
+        "",
+    ]
+
+
+def server_memory_section(memory: dict[str, Any]) -> list[str]:
+    return [
+        "## MCP server memory",
+        "",
+        f"`kb serve --transport http` with the local embedder loaded: {memory['idle_mb']} MB idle, "
+        f"{memory['peak_under_load_mb']} MB at the peak of {memory['searches']} searches from {memory['clients']} "
+        f"concurrent clients, {memory['after_load_mb']} MB after.",
+        "",
+    ]
+
+
 def render(r: dict[str, Any]) -> str:
     m = r["machine"]
     q, ingest, memory = r["corpus_queries"], r["ingest"], r["server_memory"]
@@ -102,35 +133,21 @@ def render(r: dict[str, Any]) -> str:
         f"shared_buffers {m['shared_buffers']}), pgvector {m['pgvector']}; Python {m['python']}; commit "
         f"{m['commit']}. Figures are min / median / p95 in milliseconds over repeated runs, measured from the client.",
         "",
-        "## Query at corpus size",
-        "",
-        f"{q['queries']} golden questions, each as its own role.",
-        "",
-        "| | min / p50 / p95 ms |",
-        "|---|---|",
-        f"| query embedding (local model) | {_ms(q['query_embedding_ms'])} |",
-        f"| hybrid SQL (one round trip, under RLS) | {_ms(q['hybrid_sql_ms'])} |",
-        f"| `search_knowledge_base` end to end, through an MCP client session | {_ms(q['tool_call_end_to_end_ms'])} |",
-        "",
+        *corpus_query_section(q),
         *audit_section(r.get("audit")),
         *(_versions(r) if r.get("versions") else []),
         *ingest_bench.render(ingest),
         *_parse(r),
         *parse_text.render(r.get("parse_text")),
         *(openai_rate.render(r["openai"]) if r.get("openai") else []),
-        "## MCP server memory",
-        "",
-        f"`kb serve --transport http` with the local embedder loaded: {memory['idle_mb']} MB idle, "
-        f"{memory['peak_under_load_mb']} MB at the peak of {memory['searches']} searches from {memory['clients']} "
-        f"concurrent clients, {memory['after_load_mb']} MB after.",
-        "",
+        *server_memory_section(memory),
     ]
     for s in r["scale"]:
         lines += _scale_section(s)
     lines += realism.render(r.get("realism"))
     lines += storage.render(r.get("storage"))
     lines += sizing.render(r)
-    lines += _targets(r)
+    lines += targets_section(r)
     lines += [
         "## How the synthetic chunks are made",
         "",
@@ -219,7 +236,7 @@ def _scale_section(s: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _targets(r: dict[str, Any]) -> list[str]:
+def targets_section(r: dict[str, Any]) -> list[str]:
     q, ingest, memory = r["corpus_queries"], r["ingest"], r["server_memory"]
     size = max((s["chunks"] for s in r["scale"]), default=None)
     at_size = [s for s in r["scale"] if s["chunks"] == size]

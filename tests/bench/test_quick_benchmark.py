@@ -56,3 +56,24 @@ def test_the_quick_benchmark_runs_every_part_and_writes_its_results(tmp_path):
     assert openai_part["ingest"][0]["peak_in_flight"] == 1  # one at a time means one
     assert openai_part["rate_limit"]["requests"] > 0 and openai_part["rate_limit"]["answered_429"] == 0
     assert "## OpenAI embedder: requests in flight and the rate limit" in (tmp_path / "results.md").read_text()
+    # One part alone merges into those results: its sections and the targets table, nothing else.
+    before = (tmp_path / "results.md").read_text()
+    alone = subprocess.run(
+        [sys.executable, "-m", "bench", "--parts", "corpus", "--quick", "--out", str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    merged = json.loads((tmp_path / "results.json").read_text())
+    assert merged["corpus_queries"]["command"] == "python -m bench --parts corpus --quick"
+    assert merged["corpus_queries"]["tool_call_end_to_end_ms"]["n"] == 10
+    assert merged["scale"] == results["scale"] and merged["ingest"] == results["ingest"]
+    after = (tmp_path / "results.md").read_text()
+    assert "By `python -m bench --parts corpus --quick`" in after and "--parts corpus" not in before
+    section = after.index("## Point in time (as_of)")
+    assert (
+        after[section:].split("## MCP server memory")[0]
+        == before[before.index("## Point in time (as_of)") :].split("## MCP server memory")[0]
+    )
