@@ -34,7 +34,10 @@ def render(results: list[Measured], load: float | None = None) -> str:
         "Fidelity is measured against an independent reference extraction of the original file (pypdf for PDF,",
         "the raw WordprocessingML for DOCX, the standard library's HTML parser over the main content, the",
         "operations' prose for OpenAPI): **word recall** is the share of the reference's words the parse kept,",
-        "**trigram recall** the share of its word trigrams, read in order inside each reference paragraph or line.",
+        "**trigram recall** the share of its word trigrams, read in order inside each reference paragraph or line,",
+        "**word precision** the share of the parse's words the reference has (text read twice or added lowers it;",
+        "gated for PDF, DOCX and HTML only: the OpenAPI reference is the operations' prose, so the methods, paths,",
+        "parameters and schema fields the parse indexes count as added there; a PDF's header page adds its title).",
         "Peak RSS is the process's high-water mark after the parse; the interpreter with the parsers' libraries",
         "loaded accounts for the baseline before it. `make test` gates each file's outcome and fidelity",
         "(tests/evals/test_parsing_fidelity.py).",
@@ -44,18 +47,21 @@ def render(results: list[Measured], load: float | None = None) -> str:
         "",
         "## Summary",
         "",
-        "| format | files | parsed | mean word recall | min word recall | mean trigram recall | min trigram recall |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| format | files | parsed | mean word recall | min word recall | mean trigram recall | min trigram recall "
+        "| mean word precision | min word precision |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for kind in ("pdf", "docx", "html", "openapi"):
         group = [r for r in results if r.fixture.kind == kind]
         fids = [r.outcome.fidelity for r in group if r.outcome.fidelity is not None]
         word = [f.word_recall for f in fids]
         gram = [f.trigram_recall for f in fids]
+        precision = [f.word_precision for f in fids]
         lines.append(
             f"| {kind} | {len(group)} | {sum(r.outcome.parsed for r in group)} | "
             f"{_cell(mean(word) if word else None)} | {_cell(min(word, default=None))} | "
-            f"{_cell(mean(gram) if gram else None)} | {_cell(min(gram, default=None))} |"
+            f"{_cell(mean(gram) if gram else None)} | {_cell(min(gram, default=None))} | "
+            f"{_cell(mean(precision) if precision else None)} | {_cell(min(precision, default=None))} |"
         )
     lines += [
         "",
@@ -64,8 +70,8 @@ def render(results: list[Measured], load: float | None = None) -> str:
         "## Per file",
         "",
         "| file | KB | outcome | parse s | peak RSS MB (baseline) | blocks | headings | reference words "
-        "| word recall | trigram recall |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| word recall | trigram recall | word precision |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         o, f = r.outcome, r.outcome.fidelity
@@ -74,7 +80,8 @@ def render(results: list[Measured], load: float | None = None) -> str:
         lines.append(
             f"| {r.fixture.file} | {size:.0f} | {outcome} | {o.seconds:.2f} | {r.peak_mb:.0f} ({r.baseline_mb:.0f}) "
             f"| {o.blocks} | {o.headings} | {f.reference_words if f else '–'} "
-            f"| {_cell(f.word_recall if f else None)} | {_cell(f.trigram_recall if f else None)} |"
+            f"| {_cell(f.word_recall if f else None)} | {_cell(f.trigram_recall if f else None)} "
+            f"| {_cell(f.word_precision if f else None)} |"
         )
     refused = [r for r in results if not r.outcome.parsed]
     if refused:

@@ -1,5 +1,7 @@
 """Text fidelity of a parse against a reference extraction: how many of the reference's words the parse kept
-(word recall) and how many of its word trigrams, read in order, it kept (reading-order trigram recall).
+(word recall), how many of its word trigrams, read in order, it kept (reading-order trigram recall), and how
+many of the parse's words the reference has (word precision: text read twice, or added, lowers it; recall
+cannot see a merged table cell repeated in every row it spans).
 
 Words are lowercased runs of letters and digits, so Markdown the parser adds (pipes, '#', '**') and
 punctuation do not count either way. Trigrams are taken inside each reference unit (a paragraph, a line, a
@@ -38,6 +40,7 @@ class Fidelity:
     reference_words: int
     word_recall: float
     trigram_recall: float
+    word_precision: float
 
 
 def fidelity(reference_units: Iterable[str], parsed_text: str) -> Fidelity:
@@ -50,4 +53,5 @@ def fidelity(reference_units: Iterable[str], parsed_text: str) -> Fidelity:
         reference_words=sum(reference_words.values()),
         word_recall=_recall(reference_words, Counter(parsed)),
         trigram_recall=_recall(reference_grams, Counter(_ngrams(parsed))),
+        word_precision=_recall(Counter(parsed), reference_words),
     )

@@ -41,6 +41,7 @@ class Fixture:
     expect: str  # 'parsed', or a phrase the parse error must contain
     min_word_recall: float
     min_trigram_recall: float
+    min_word_precision: float
 
     @property
     def kind(self) -> str:
@@ -63,6 +64,7 @@ def load_manifest() -> list[Fixture]:
             expect=row["expect"],
             min_word_recall=float(row["min_word_recall"] or 0),
             min_trigram_recall=float(row["min_trigram_recall"] or 0),
+            min_word_precision=float(row["min_word_precision"] or 0),
         )
         for row in rows
     ]
