@@ -411,6 +411,8 @@ def ingest_only(args: argparse.Namespace) -> int:
     measured["command"] = "python -m bench --parts ingest" + (" --quick" if args.quick else "")
     measured["commit"] = parse_text.commit()
     measured["seconds"] = round(time.perf_counter() - started, 1)
+    if not args.quick:
+        ingest_bench.carry_history(results.get("ingest"), measured)
     results["ingest"] = measured
     _save_json(args.out, results)
     markdown = args.out / "results.md"  # only the ingest section and target rows are replaced

@@ -1,0 +1,39 @@
+"""The ingest benchmark keeps the runs before it: one run's median moves with the machine's load."""
+
+from __future__ import annotations
+
+from bench.ingest_bench import EARLIER_RUNS_KEPT, _across_runs, carry_history
+
+
+def _run(commit: str, *ratios: float) -> dict:
+    return {"commit": commit, "rounds": [{"ratio": r} for r in ratios]}
+
+
+def test_each_run_keeps_the_rounds_of_the_runs_before_it_newest_last():
+    first, second, third = _run("a", 1.10), _run("b", 1.20, 1.12), _run("c", 1.30)
+    carry_history(None, first)
+    carry_history(first, second)
+    carry_history(second, third)
+    assert first["earlier_runs"] == []
+    assert third["earlier_runs"] == [{"commit": "a", "ratios": [1.10]}, {"commit": "b", "ratios": [1.20, 1.12]}]
+
+
+def test_only_the_last_runs_are_kept():
+    run = _run("0", 1.1)
+    carry_history(None, run)
+    for n in range(1, EARLIER_RUNS_KEPT + 3):
+        later = _run(str(n), 1.1)
+        carry_history(run, later)
+        run = later
+    assert [r["commit"] for r in run["earlier_runs"]] == [str(n) for n in range(2, EARLIER_RUNS_KEPT + 2)]
+
+
+def test_the_report_gives_each_earlier_runs_median_and_the_median_over_every_round():
+    earlier = _run("b", 1.20, 1.12)
+    earlier["earlier_runs"] = [{"commit": "a", "ratios": [1.10]}]
+    this = _run("c", 1.30, 1.14)
+    carry_history(earlier, this)
+    text = "\n".join(_across_runs(this))
+    assert "10.0% (1 rounds, a), 16.0% (2 rounds, b)" in text
+    assert "Over all 5 rounds of those runs and this one, the median is 14.0%" in text  # 1.10 1.12 1.14 1.20 1.30
+    assert _across_runs(_run("d", 1.1)) == []  # no earlier run: nothing to add
