@@ -88,3 +88,43 @@ def test_an_operation_too_long_for_one_chunk_names_its_method_path_and_operation
     assert all(c.content.startswith(f"{lead} (continued)\n\n") for c in chunks[1:])
     found = [line for c in chunks for line in c.content.splitlines() if line.startswith("- field_")]
     assert found == fields.splitlines()
+
+
+class _SmallInputEmbedder:
+    """The real local embedder, declaring a smaller input limit than the production model's and keeping every
+    text it is asked to embed."""
+
+    max_input_tokens = 200
+
+    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
+        self.inner = inner
+        self.texts: list[str] = []
+
+    @property
+    def space(self):  # type: ignore[no-untyped-def]
+        return self.inner.space
+
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        self.texts += list(texts)
+        return self.inner.embed(texts)
+
+    def embed_query(self, text):  # type: ignore[no-untyped-def]
+        return self.inner.embed_query(text)
+
+
+def test_ingestion_fits_every_chunk_to_the_configured_embedders_input_limit(database, local_embedder):
+    from ingest.pipeline import Ingestor
+
+    long_section = " ".join(f"Clause {n} requires the reconciliation of ledger {n} before noon." for n in range(150))
+    assert count_tokens(long_section) > 5 * _SmallInputEmbedder.max_input_tokens
+    embedder = _SmallInputEmbedder(local_embedder)
+    with Ingestor(database.ingest, embedder, max_bytes=2_000_000) as ingestor:
+        result = ingestor.ingest(
+            markdown_document(sections={"1. Ledger Rules": long_section}).encode(),
+            name="x.md",
+            source_uri="s3://b/x.md",
+        )
+    assert result.outcome == "ingested" and result.chunks > 5
+    assert max(count_tokens(t) for t in embedder.texts) <= _SmallInputEmbedder.max_input_tokens
+    found = [int(n) for t in embedder.texts for n in re.findall(r"Clause (\d+) ", t)]
+    assert sorted(set(found)) == list(range(150))  # every clause kept (chunks overlap, so some twice)
