@@ -20,6 +20,11 @@ from typing import Any
 import pytest
 import yaml
 
+from kb_core.file_limits import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    DEFAULT_MAX_PARSE_MEMORY_BYTES,
+    DEFAULT_MAX_PARSE_SECONDS,
+)
 from kb_core.settings import AwsSettings, DatabaseSettings, EmbeddingSettings, ServerSettings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -484,3 +489,17 @@ def test_outputs_name_the_bucket_the_queues_and_the_alarm(template):
     assert outputs["IngestQueueUrl"] == ref("IngestQueue")
     assert outputs["DeadLetterQueueUrl"] == ref("DeadLetterQueue")
     assert outputs["DeadLetterQueueAlarmArn"] == get_att("DeadLetterQueueAlarm", "Arn")
+
+
+def test_the_workers_file_budgets_fit_its_memory_and_its_timeout(resources):
+    # The budgets a file is parsed under (kb_core.file_limits) must leave the worker room to finish: a parse
+    # at the time budget still ends before the function's timeout, and a parse at the memory budget fits
+    # beside the worker and its parse server (~130 MB together when idle, README) in the function's memory.
+    function = worker(resources)
+    variables = function["Environment"]["Variables"]
+    assert int(variables["KB_MAX_DECOMPRESSED_BYTES"]) == DEFAULT_MAX_DECOMPRESSED_BYTES
+    assert int(variables["KB_MAX_PARSE_MEMORY_BYTES"]) == DEFAULT_MAX_PARSE_MEMORY_BYTES
+    assert float(variables["KB_MAX_PARSE_SECONDS"]) <= DEFAULT_MAX_PARSE_SECONDS
+    assert float(variables["KB_MAX_PARSE_SECONDS"]) < function["Timeout"]
+    idle_worker_and_parse_server = 130 * 2**20
+    assert idle_worker_and_parse_server + int(variables["KB_MAX_PARSE_MEMORY_BYTES"]) < function["MemorySize"] * 2**20
