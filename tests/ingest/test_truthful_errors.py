@@ -64,10 +64,12 @@ def test_markdown_and_html_saved_as_utf16_or_utf32_with_a_byte_order_mark_are_re
     assert any("Café ✓" in getattr(b, "text", "") for b in page.blocks)
 
 
-@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
-def test_utf16_without_a_byte_order_mark_is_recognised_by_its_nul_bytes_and_read(encoding):
-    document = parse(markdown_document("CMP-SOP-932").encode(encoding), "rules.md")
-    assert document.header.doc_code == "CMP-SOP-932"
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+def test_utf16_or_utf32_without_a_byte_order_mark_is_recognised_by_its_nul_bytes_and_read(encoding):
+    markdown = markdown_document("CMP-SOP-932", title="Café Rules ✓")
+    document = parse(markdown.encode(encoding), "rules.md")
+    assert (document.header.doc_code, document.header.title) == ("CMP-SOP-932", "Café Rules ✓")
+    assert document.blocks == parse(markdown.encode(), "rules.md").blocks  # the same text as its UTF-8 file
 
 
 def test_damaged_utf16_fails_saying_it_is_not_valid_utf16_and_how_to_fix_it():
