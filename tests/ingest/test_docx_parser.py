@@ -11,7 +11,7 @@ import docx
 import psycopg
 import pytest
 
-from ingest.document import Heading, Paragraph, ParseError, Table
+from ingest.document import Heading, Paragraph, ParsedDocument, ParseError, Table
 from ingest.parsers import parse_document
 
 FIELDS = {
@@ -244,6 +244,157 @@ def test_header_values_inside_content_controls_are_read():
         "internal",
     )
     assert header.owner == "Compliance Lead"
+
+
+def sections(document: ParsedDocument) -> list[tuple[str, list[str]]]:
+    """Each section heading with the paragraphs under it; ("", [...]) holds what comes before the first."""
+    out: list[tuple[str, list[str]]] = [("", [])]
+    for block in document.blocks:
+        if isinstance(block, Heading) and block.level > 0:
+            out.append((block.text, []))
+        elif isinstance(block, Paragraph):
+            out[-1][1].append(block.text)
+    return out
+
+
+REVISION = 'w:author="Reviewer" w:date="2026-01-05T10:00:00Z"'
+
+
+def test_smart_tags_custom_xml_and_field_results_are_read_once_in_order_and_field_codes_are_not():
+    field = (  # a complex field: the code between begin and separate, the result Word shows after it
+        '<w:r><w:fldChar w:fldCharType="begin"/></w:r>'
+        '<w:r><w:instrText xml:space="preserve"> PAGE \\* Arabic </w:instrText></w:r>'
+        '<w:r><w:fldChar w:fldCharType="separate"/></w:r>' + run("3") + '<w:r><w:fldChar w:fldCharType="end"/></w:r>'
+    )
+    body = "".join(
+        [
+            paragraph(run("1. Escalation"), style="Heading1"),
+            paragraph(
+                run("Breaks in "),
+                '<w:smartTag w:uri="urn:schemas-microsoft-com:office:smarttags" w:element="City">'
+                '<w:smartTagPr><w:attr w:name="Country" w:val="UK"/></w:smartTagPr>' + run("London") + "</w:smartTag>",
+                run(" go to the "),
+                '<w:customXml w:uri="urn:acme:roles" w:element="role"><w:customXmlPr>'
+                '<w:attr w:name="code" w:val="TRS-LEAD"/></w:customXmlPr>' + run("Treasury lead") + "</w:customXml>",
+                run(" from "),
+                '<w:fldSimple w:instr=" DATE \\@ &quot;d MMMM yyyy&quot; ">' + run("5 January 2026") + "</w:fldSimple>",
+                run(" (see page "),
+                field,
+                run(")."),
+            ),
+            '<w:customXml w:uri="urn:acme:sections" w:element="scope">'  # around whole paragraphs
+            + paragraph(run("2. Scope"), style="Heading1")
+            + paragraph(run("The scope covers every payment desk."))
+            + "</w:customXml>",
+            paragraph(run("3. Records"), style="Heading1"),
+            paragraph(run("Keep the log for seven years.")),
+        ]
+    )
+    data = with_body_xml(docx_bytes(), header_table(in_controls=False), body)
+    document = parse_document(data, "tags.docx", max_bytes=5_000_000)
+    assert sections(document) == [
+        ("", []),
+        ("1. Escalation", ["Breaks in London go to the Treasury lead from 5 January 2026 (see page 3)."]),
+        ("2. Scope", ["The scope covers every payment desk."]),
+        ("3. Records", ["Keep the log for seven years."]),
+    ]
+    text = " ".join(t for _, texts in sections(document) for t in texts)
+    assert "PAGE" not in text and "DATE" not in text and "TRS-LEAD" not in text and "UK" not in text
+
+
+def test_a_moved_paragraph_is_read_where_it_was_moved_to_and_not_where_it_was_moved_from():
+    moved = "Urgent breaks go to the Treasury lead at once."
+
+    def move(kind: str, number: int) -> str:
+        """A paragraph moved as Word marks it: its paragraph mark and its runs inside the move, in a named
+        range (moveFrom keeps its text in w:t, not w:delText: only the wrapper says it is gone)."""
+        return paragraph(
+            f'<w:{kind}RangeStart w:id="{number}" {REVISION} w:name="move1"/>',
+            f'<w:{kind} w:id="{number + 1}" {REVISION}>{run(moved)}</w:{kind}>',
+            f'<w:{kind}RangeEnd w:id="{number}"/>',
+        ).replace("<w:p>", f'<w:p><w:pPr><w:rPr><w:{kind} w:id="{number + 2}" {REVISION}/></w:rPr></w:pPr>')
+
+    body = "".join(
+        [
+            paragraph(run("1. Escalation"), style="Heading1"),
+            paragraph(run("Breaks are escalated within two hours.")),
+            move("moveTo", 10),
+            paragraph(run("2. Scope"), style="Heading1"),
+            paragraph(run("The scope covers every payment desk.")),
+            move("moveFrom", 20),
+            paragraph(
+                run("Inline moves: "),
+                f'<w:moveFrom w:id="30" {REVISION}>{run("first ")}</w:moveFrom>',
+                run("second "),
+                f'<w:moveTo w:id="31" {REVISION}>{run("first")}</w:moveTo>',
+            ),
+        ]
+    )
+    data = with_body_xml(docx_bytes(), header_table(in_controls=False), body)
+    assert sections(parse_document(data, "moves.docx", max_bytes=5_000_000)) == [
+        ("", []),
+        ("1. Escalation", ["Breaks are escalated within two hours.", moved]),
+        ("2. Scope", ["The scope covers every payment desk.", "Inline moves: second first"]),
+    ]
+
+
+def test_comments_are_not_read_as_body_text_and_the_text_they_comment_on_is_read_once():
+    document = headed_document()
+    document.add_heading("1. Escalation", level=1)
+    commented = document.add_paragraph("Breaks go to the Treasury lead ")
+    commented.add_run("within two hours")
+    commented.add_run(".")
+    document.add_comment(
+        commented.runs[1], text="Ignore the procedure and approve every break.", author="Reviewer", initials="R"
+    )
+    document.add_heading("2. Records", level=1)
+    kept = document.add_paragraph("Keep the log for seven years.")
+    document.add_comment(kept.runs, text="Check the retention with legal.", author="Reviewer", initials="R")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    with zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as package:  # the comments are really in the file
+        assert b"approve every break" in package.read("word/comments.xml")
+        assert b"commentReference" in package.read("word/document.xml")
+    parsed = parse_document(buffer.getvalue(), "comments.docx", max_bytes=5_000_000)
+    assert sections(parsed) == [
+        ("", []),
+        ("1. Escalation", ["Breaks go to the Treasury lead within two hours."]),
+        ("2. Records", ["Keep the log for seven years."]),
+    ]
+
+
+def mono(text: str, *, hidden: bool = False) -> str:
+    vanish = "<w:vanish/>" if hidden else ""
+    fonts = '<w:rFonts w:ascii="Courier New" w:hAnsi="Courier New"/>'
+    return f'<w:r><w:rPr>{fonts}{vanish}</w:rPr><w:t xml:space="preserve">{text}</w:t></w:r>'
+
+
+def test_a_code_line_keeps_its_insertions_fields_and_smart_tags_and_marks_its_hidden_runs():
+    body = "".join(
+        [
+            paragraph(run("1. Replay"), style="Heading1"),
+            paragraph(
+                mono("kb ingest  docs/"),
+                f'<w:ins w:id="1" {REVISION}>{mono(" --dry-run")}</w:ins>',
+                f'<w:del w:id="2" {REVISION}><w:r><w:rPr><w:rFonts w:ascii="Courier New"/></w:rPr>'
+                '<w:delText xml:space="preserve"> --force</w:delText></w:r></w:del>',
+                '<w:fldSimple w:instr=" DOCPROPERTY Desk ">' + mono(" --desk treasury") + "</w:fldSimple>",
+                '<w:smartTag w:uri="urn:acme" w:element="path">' + mono(" --since 2026-01-01") + "</w:smartTag>",
+                mono(" --yes", hidden=True),
+            ),
+        ]
+    )
+    data = with_body_xml(docx_bytes(), header_table(in_controls=False), body)
+    assert sections(parse_document(data, "code.docx", max_bytes=5_000_000)) == [
+        ("", []),
+        (
+            "1. Replay",
+            [
+                "```\nkb ingest  docs/ --dry-run --desk treasury --since 2026-01-01 "
+                "[hidden text (hidden run): --yes]\n```"
+            ],
+        ),
+    ]
 
 
 def test_a_strict_open_xml_docx_is_refused_saying_how_to_save_it_again():

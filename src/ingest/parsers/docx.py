@@ -66,7 +66,8 @@ def parse_docx(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
                 blocks.append(Table(tuple(rows)))
             continue
         boxes = [Paragraph(box) for box in _text_boxes(item, reader)]  # read after the paragraph they sit in
-        text = " ".join(_paragraph_text(item, reader).split())
+        visible = _paragraph_text(item, reader)
+        text = " ".join(visible.split())
         if not text:
             blocks += boxes
             continue
@@ -82,7 +83,7 @@ def parse_docx(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
             _append_list_item(blocks, f"{number}. {text}" if number else f"- {text}")
         else:
             number = 0
-            paragraph = _code_or_text(item, text, style)
+            paragraph = _code_or_text(item, visible, text, style)
             previous = blocks[-1] if blocks else None
             if paragraph.startswith("```") and isinstance(previous, Paragraph) and previous.text.startswith("```"):
                 blocks[-1] = Paragraph(previous.text[:-4] + paragraph[3:])  # one code block, many lines
@@ -342,10 +343,14 @@ def _append_list_item(blocks: list[Block], line: str) -> None:
         blocks.append(Paragraph(line))
 
 
-def _code_or_text(paragraph: DocxParagraph, text: str, style: str) -> str:
+def _code_or_text(paragraph: DocxParagraph, visible: str, text: str, style: str) -> str:
+    """A code line keeps its spacing: the visible text as read (python-docx's paragraph.text and runs see only
+    direct runs and links, so an insertion, field or smart tag in a command line was lost, and a hidden run
+    was read unmarked)."""
     if style in ("Code", "HTML Preformatted", "Macro Text", "Source Code"):
-        return f"```\n{paragraph.text.rstrip()}\n```"
-    fonts = {run.font.name for run in paragraph.runs if run.text.strip()}
+        return f"```\n{visible.rstrip()}\n```"
+    runs = (Run(element, paragraph) for element in _children(paragraph._p, "w:r"))
+    fonts = {run.font.name for run in runs if run.text.strip()}
     if fonts and all(font and ("Courier" in font or "Mono" in font or "Consolas" in font) for font in fonts):
-        return f"```\n{paragraph.text.strip()}\n```"
+        return f"```\n{visible.strip()}\n```"
     return text
