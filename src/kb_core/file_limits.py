@@ -1,5 +1,6 @@
-"""The per-file budgets' defaults (KB_MAX_DECOMPRESSED_BYTES, KB_MAX_PARSE_SECONDS, KB_MAX_PARSE_MEMORY_BYTES),
-apart from the settings classes: the parse server reads them without loading the settings' libraries.
+"""The per-file budgets' defaults (KB_MAX_DECOMPRESSED_BYTES, KB_MAX_PARSE_SECONDS, KB_MAX_PARSE_MEMORY_BYTES,
+KB_WORKER_RESERVE_SECONDS), apart from the settings classes: the parse server reads them without loading the
+settings' libraries.
 """
 
 from __future__ import annotations
@@ -17,3 +18,9 @@ DEFAULT_MAX_PARSE_SECONDS = 120.0
 # parse server idle (~130 MB together) + a parse (512 MiB) + the parsed document and its chunks held afterwards.
 # 24 MB of Markdown needs ~1.8 GB to parse in one piece: refused, not OOM-killed.
 DEFAULT_MAX_PARSE_MEMORY_BYTES = 512 * 1024 * 1024
+# The Lambda worker cuts each record's parse budget to the time its invocation has left less this, and does not
+# start a record it cannot give 1 s (ingest.worker.invocation_deadline). 20 s = the 10 s a parse child may run
+# past its budget before it is killed (ingest.parsers.child.HARD_STOP_GRACE_S) + 10 s to embed, store and report
+# an average file (one or two embedding calls, one transaction). With the worker's 60 s Timeout the first record
+# of a batch keeps its whole KB_MAX_PARSE_SECONDS (40), the split infra/template.yaml made before.
+DEFAULT_WORKER_RESERVE_SECONDS = 20.0

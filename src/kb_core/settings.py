@@ -19,6 +19,7 @@ from kb_core.file_limits import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
     DEFAULT_MAX_PARSE_MEMORY_BYTES,
     DEFAULT_MAX_PARSE_SECONDS,
+    DEFAULT_WORKER_RESERVE_SECONDS,
 )
 from kb_core.roles import Role
 
@@ -164,6 +165,14 @@ class AwsSettings(BaseSettings):
         le=3600,
         validation_alias="KB_MAX_PARSE_SECONDS",
         description="A file still parsing after this many seconds fails with the limit named.",
+    )
+    worker_reserve_seconds: float = Field(
+        DEFAULT_WORKER_RESERVE_SECONDS,
+        ge=0,
+        le=900,
+        validation_alias="KB_WORKER_RESERVE_SECONDS",
+        description="Lambda: a record's parse budget is cut to the invocation's time left less this, kept for "
+        "what follows a parse (its hard stop, embedding, storing); a record with under 1 s of budget is not started.",
     )
     max_parse_memory_bytes: int = Field(
         DEFAULT_MAX_PARSE_MEMORY_BYTES,

@@ -282,6 +282,19 @@ def test_the_visibility_timeout_is_at_least_six_times_the_function_timeout(resou
     assert visibility >= 6 * timeout
 
 
+def test_a_batchs_first_record_keeps_its_whole_parse_budget_and_the_reserve_within_the_timeout(resources):
+    # Each record's parse budget is KB_MAX_PARSE_SECONDS cut to the invocation's time left less
+    # KB_WORKER_RESERVE_SECONDS (ingest.worker.invocation_deadline): the reserve must cover the parse child's hard
+    # stop past its budget, and the first record must not be cut already.
+    from ingest.parsers.child import HARD_STOP_GRACE_S
+
+    variables = worker(resources)["Environment"]["Variables"]
+    parse, reserve = float(variables["KB_MAX_PARSE_SECONDS"]), float(variables["KB_WORKER_RESERVE_SECONDS"])
+    assert reserve > HARD_STOP_GRACE_S
+    assert parse + reserve <= worker(resources)["Timeout"]
+    assert reserve == AwsSettings.model_fields["worker_reserve_seconds"].default
+
+
 def test_reserved_concurrency_is_small_and_equals_the_event_source_maximum_concurrency(template, resources):
     reserved = worker(resources)["ReservedConcurrentExecutions"]
     maximum = sqs_event(resources)["ScalingConfig"]["MaximumConcurrency"]

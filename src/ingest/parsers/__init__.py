@@ -8,7 +8,7 @@ from pathlib import PurePosixPath
 
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table, Unit
 from ingest.hidden import has_invisible_characters, reveal_invisible_characters
-from ingest.parsers.budget import Deadline, OutOfMemory, check_package_size
+from ingest.parsers.budget import PARSE_LIMIT_SETTING, Deadline, OutOfMemory, check_package_size
 from ingest.parsers.sniff import check_content_matches
 from kb_core.file_limits import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_PARSE_SECONDS
 
@@ -45,10 +45,12 @@ def parse_document(
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
     max_parse_seconds: float = DEFAULT_MAX_PARSE_SECONDS,
     max_parse_memory_bytes: int | None = None,
+    parse_limit_setting: str = PARSE_LIMIT_SETTING,
 ) -> ParsedDocument:
     """`max_parse_memory_bytes`: parse in a child of the parse server that may take this much more memory (the
-    file fails naming KB_MAX_PARSE_MEMORY_BYTES past it); None parses in this process."""
-    deadline = Deadline(max_parse_seconds)
+    file fails naming KB_MAX_PARSE_MEMORY_BYTES past it); None parses in this process. `parse_limit_setting`:
+    what set `max_parse_seconds`, as a time-out names it."""
+    deadline = Deadline(max_parse_seconds, parse_limit_setting)
     kind = detect_format(name)
     if len(data) > max_bytes:
         raise ParseError(
@@ -67,6 +69,7 @@ def parse_document(
             max_parse_seconds=max_parse_seconds,
             max_bytes=max_bytes,
             max_decompressed_bytes=max_decompressed_bytes,
+            parse_limit_setting=parse_limit_setting,
         )
     try:
         document = _parse(kind, data, name, deadline)

@@ -18,6 +18,7 @@ import zlib
 from ingest.document import ParseError
 
 _READ = 1 << 20  # bytes inflated per read: memory stays at one slice, whatever an entry holds
+PARSE_LIMIT_SETTING = "KB_MAX_PARSE_SECONDS"  # a parse limit cut shorter names its cut as well (ingest.worker)
 
 
 def check_package_size(data: bytes, budget: int, kind: str) -> None:
@@ -54,14 +55,15 @@ class Deadline:
     a parser library's single call cannot be interrupted. Over it, the file fails with its reason instead of
     running into the worker's own timeout (then retried, and dead-lettered with no reason)."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, setting: str = PARSE_LIMIT_SETTING) -> None:
         self.seconds = seconds
+        self.setting = setting  # what set the limit, as the error names it
         self.until = time.monotonic() + seconds
 
     def check(self, kind: str, where: str) -> None:
         if time.monotonic() > self.until:
             raise ParseError(
-                f"parsing the {kind} took longer than the {self.seconds:g} s limit (KB_MAX_PARSE_SECONDS), at "
+                f"parsing the {kind} took longer than the {self.seconds:g} s limit ({self.setting}), at "
                 f"{where}: split the document, or raise the limit within the worker's timeout"
             )
 

@@ -24,7 +24,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ingest.document import ParsedDocument, ParseError
-from ingest.parsers.budget import OutOfMemory
+from ingest.parsers.budget import PARSE_LIMIT_SETTING, OutOfMemory
 
 HARD_STOP_GRACE_S = 10.0  # past the parse-time budget, for the parser to notice it between pages itself
 _OUT_OF_MEMORY_EXIT = 86  # the child's exit code when even reporting the MemoryError ran out of memory
@@ -78,7 +78,9 @@ def parse_forked_pickled(
     return pickle.dumps(("died", process.exitcode))
 
 
-def document_or_raise(outcome: Outcome, max_memory_bytes: int, max_parse_seconds: float) -> ParsedDocument:
+def document_or_raise(
+    outcome: Outcome, max_memory_bytes: int, max_parse_seconds: float, parse_limit_setting: str = PARSE_LIMIT_SETTING
+) -> ParsedDocument:
     """The document, or the ParseError that names what stopped the parse and what to do about it."""
     kind, value = outcome
     if kind == "document":
@@ -89,7 +91,7 @@ def document_or_raise(outcome: Outcome, max_memory_bytes: int, max_parse_seconds
         raise ParseError(_over_memory(max_memory_bytes))
     if kind == "timeout":
         raise ParseError(
-            f"parsing took longer than the {max_parse_seconds:g} s limit (KB_MAX_PARSE_SECONDS) and was "
+            f"parsing took longer than the {max_parse_seconds:g} s limit ({parse_limit_setting}) and was "
             "stopped: split the document, or raise the limit within the worker's timeout"
         )
     code = value or 0

@@ -28,6 +28,7 @@ from typing import Any
 
 from ingest.document import ParsedDocument
 from ingest.parsers import child
+from ingest.parsers.budget import PARSE_LIMIT_SETTING
 from kb_core.process_memory import release_free_memory
 
 _ANSWER_GRACE_S = 30.0  # past the child's own hard stop: the server itself is stuck, and is replaced
@@ -69,7 +70,8 @@ class ParseServer:
                     outcome = ("server died", None)
             if outcome[0] in ("stuck", "server died"):
                 self._stop()
-        return child.document_or_raise(outcome, max_memory_bytes, max_parse_seconds)
+        setting = limits.get("parse_limit_setting", PARSE_LIMIT_SETTING)
+        return child.document_or_raise(outcome, max_memory_bytes, max_parse_seconds, setting)
 
     def _send(self, job: tuple[Any, ...]) -> str:
         """Send the job: "taken" when the server acknowledges it (at once, or once its imports are done the

@@ -4,6 +4,9 @@ Each record (an S3 event notification) is processed alone; a record that fails i
 `batchItemFailures` (aws-lambda-powertools' batch processor), so only it is retried, and after
 maxReceiveCount receives it goes to the dead-letter queue. Created objects are ingested; removed objects
 withdraw their documents. Ingestion is idempotent (sha256), so a message delivered twice is harmless.
+
+In Lambda the records share the invocation's deadline (ingest.worker.invocation_deadline): each one's parse
+budget is cut to the time left, and a record with no time left is handed back unstarted, not failed.
 """
 
 from __future__ import annotations
@@ -16,7 +19,16 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from ingest.pipeline import Ingestor, IngestResult
+from ingest.worker.invocation_deadline import (
+    MIN_PARSE_SECONDS,
+    cut_setting,
+    most_received_first,
+    parse_budget,
+    receive_count,
+    seconds_left,
+)
 from ingest.worker.s3_events import ObjectChange, object_changes
+from kb_core.file_limits import DEFAULT_WORKER_RESERVE_SECONDS
 
 log = logging.getLogger("kosha.worker")
 
@@ -25,24 +37,55 @@ class IngestFailed(Exception):
     """Raised for a record whose object could not be ingested, so the batch reports it as failed."""
 
 
+class NotStarted(Exception):
+    """Raised for a record the invocation has no time left to start: the batch reports it as failed, so SQS
+    delivers it again, but nothing about its file failed (and nothing is logged as failed in kb.ingest_log)."""
+
+
 class RecordProcessor:
     def __init__(
-        self, ingestor: Ingestor, s3: Any, *, max_bytes: int, on_result: Callable[[IngestResult], None] | None = None
+        self,
+        ingestor: Ingestor,
+        s3: Any,
+        *,
+        max_bytes: int,
+        on_result: Callable[[IngestResult], None] | None = None,
+        reserve_s: float = DEFAULT_WORKER_RESERVE_SECONDS,
     ) -> None:
         self.ingestor = ingestor
         self.s3 = s3
         self.max_bytes = max_bytes
         self.on_result = on_result
+        self.reserve_s = reserve_s  # KB_WORKER_RESERVE_SECONDS
 
-    def __call__(self, record: SQSRecord) -> list[IngestResult]:
-        results = [self._apply(change) for change in object_changes(record.body)]
+    def __call__(self, record: SQSRecord, lambda_context: Any = None) -> list[IngestResult]:
+        """`lambda_context` is passed by the batch processor in Lambda only (`kb worker` has no deadline)."""
+        changes = object_changes(record.body)
+        left = seconds_left(lambda_context)
+        if changes and left is not None and self._budget(left) < self._least_budget():
+            uris = ", ".join(change.uri for change in changes)
+            reason = (
+                f"the invocation's deadline is {left:.1f} s away, within the {self.reserve_s:g} s kept to store "
+                f"and report (KB_WORKER_RESERVE_SECONDS): handed back to the queue to be delivered again "
+                f"(receive {receive_count(record.raw_event)} of this message)"
+            )
+            log.warning("not started %s: %s", uris, reason)
+            raise NotStarted(reason)
+        results = [self._apply(change, lambda_context) for change in changes]
         failed = [r for r in results if r.outcome == "failed"]
         if failed:
             raise IngestFailed("; ".join(f"{r.source_uri}: {r.reason}" for r in failed))
         return results
 
-    def _apply(self, change: ObjectChange) -> IngestResult:
-        result = self.ingestor.withdraw(change.uri) if change.kind == "removed" else self._ingest(change)
+    def _budget(self, left_s: float | None) -> float:
+        return parse_budget(left_s, max_parse_seconds=self.ingestor.max_parse_seconds, reserve_s=self.reserve_s)
+
+    def _least_budget(self) -> float:
+        """The budget worth starting a record with: MIN_PARSE_SECONDS, or KB_MAX_PARSE_SECONDS if less."""
+        return min(MIN_PARSE_SECONDS, self.ingestor.max_parse_seconds)
+
+    def _apply(self, change: ObjectChange, context: Any = None) -> IngestResult:
+        result = self.ingestor.withdraw(change.uri) if change.kind == "removed" else self._ingest(change, context)
         # A failure is what the ops engineer has to see: WARNING, with the reason (the message is retried,
         # and after the last receive it goes to the dead-letter queue).
         level = logging.WARNING if result.outcome == "failed" else logging.INFO
@@ -51,7 +94,7 @@ class RecordProcessor:
             self.on_result(result)
         return result
 
-    def _ingest(self, change: ObjectChange) -> IngestResult:
+    def _ingest(self, change: ObjectChange, context: Any = None) -> IngestResult:
         from ingest.pipeline import IngestResult
 
         try:
@@ -72,13 +115,28 @@ class RecordProcessor:
                 ),
             )
         data = self.s3.get_object(Bucket=change.bucket, Key=change.key)["Body"].read()
-        return self.ingestor.ingest(data, name=change.key, source_uri=change.uri)
+        # Measured after the download, right before the parse. Started, the record parses for at least
+        # the least budget even if the download ate into it: the reserve absorbs that much.
+        budget = self._budget(seconds_left(context))
+        full = self.ingestor.max_parse_seconds
+        if budget >= full:
+            return self.ingestor.ingest(data, name=change.key, source_uri=change.uri)
+        return self.ingestor.ingest(
+            data,
+            name=change.key,
+            source_uri=change.uri,
+            max_parse_seconds=max(budget, self._least_budget()),
+            parse_limit_setting=cut_setting(full, self.reserve_s),
+        )
 
 
 def make_handler(processor: RecordProcessor) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     batch = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
     def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+        records = event.get("Records") if isinstance(event, dict) else None
+        if isinstance(records, list):
+            event = {**event, "Records": most_received_first(records)}
         return dict(process_partial_response(event=event, record_handler=processor, processor=batch, context=context))
 
     return handler

@@ -46,6 +46,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         settings = load_settings()
         targets = resolve_database(settings.database)
         ingestor = Ingestor.from_settings(targets.ingest, make_embedder(settings.embedding, bulk=True), settings.aws)
-        processor = RecordProcessor(ingestor, client("s3", settings.aws), max_bytes=settings.aws.max_file_bytes)
+        processor = RecordProcessor(
+            ingestor,
+            client("s3", settings.aws),
+            max_bytes=settings.aws.max_file_bytes,
+            reserve_s=settings.aws.worker_reserve_seconds,
+        )
         _handler = make_handler(processor)
     return _handler(event, context)
