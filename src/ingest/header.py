@@ -39,6 +39,15 @@ def twice(name: str) -> HeaderError:
     return _fail(name, "is given twice, with two values: a document has one header; keep the right value")
 
 
+def two_header_blocks(first: str, second: str) -> HeaderError:
+    """A second header block in a DOCX or PDF: taking either one could file the document under the wrong
+    classification, so neither is taken."""
+    return HeaderError(
+        f"two header blocks: {first} and {second} both hold header fields (doc code, classification, ...); "
+        "a document has one header and one classification, so keep the one that is right and delete the other"
+    )
+
+
 def repeated_header_field(keys: list[str]) -> str | None:
     """The header field a mapping repeats (its keys as written), when the mapping is a header block (holds at
     least three header fields); else None. Parsers that keep only the last of two equal keys call this first."""

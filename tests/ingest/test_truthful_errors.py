@@ -8,11 +8,12 @@ import io
 import zipfile
 
 import docx
+import psycopg
 import pymupdf
 import pytest
 from tests.support.documents import markdown_document
 
-from ingest.document import HeaderError, ParseError
+from ingest.document import HeaderError, ParseError, Table
 from ingest.parsers import parse_document
 from ingest.parsers.text import decode_text
 
@@ -140,6 +141,127 @@ def test_a_header_block_shown_as_an_example_inside_a_code_fence_is_not_a_second_
     example = "```yaml\n---\ndoc_code: CMP-SOP-001\nclassification: public\n---\n```"
     text = markdown_document("CMP-SOP-935", sections={"1. Format": f"The header looks like this:\n\n{example}"})
     assert parse(text.encode(), "r.md").header.classification.value == "internal"
+
+
+TWO_BLOCKS = (
+    "two header blocks: {} and {} both hold header fields (doc code, classification, ...); a document has one "
+    "header and one classification, so keep the one that is right and delete the other"
+)
+HEADER = list(FIELDS.items())
+RESTRICTED = [(label, "restricted" if label == "Classification" else value) for label, value in FIELDS.items()]
+LEVELS = [("Classification", "Who may read it"), ("restricted", "named readers"), ("internal", "all staff")]
+FIELD_LIST = [
+    ("Field", "Form", "Example"),
+    ("Doc code", "DEP-TYP-NNN", "LEG-GDE-001"),
+    ("Department", "a department slug", "legal"),
+    ("Classification", "public to restricted", "restricted"),
+]
+
+
+def docx_document(*later_tables: list[tuple[str, ...]]) -> bytes:
+    """A title, the header table, a section, then each of `later_tables` in a section of its own."""
+    document = docx.Document()
+    document.add_heading(FIELDS["Title"], level=0)
+    for n, rows in enumerate([HEADER, *later_tables]):
+        if n:
+            document.add_heading(f"{n}. Part {n}", level=1)
+            document.add_paragraph("Records are kept for seven years.")
+        table = document.add_table(rows=0, cols=len(rows[0]))
+        for row in rows:
+            for cell, text in zip(table.add_row().cells, row, strict=True):
+                cell.text = text
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def pdf_document(*pages: list[tuple[str, object]]) -> bytes:
+    """Pages of ('line', text), ('heading', text), ('code', text) and ('table', rows: a ruled table)."""
+    document = pymupdf.open()
+    for items in pages:
+        page, y = document.new_page(), 72.0
+        for kind, content in items:
+            if kind == "table":
+                rows = content
+                assert isinstance(rows, list)
+                for r, row in enumerate(rows):
+                    for c, text in enumerate(row):
+                        box = pymupdf.Rect(72 + 150 * c, y + 20 * r, 72 + 150 * (c + 1), y + 20 * (r + 1))
+                        page.draw_rect(box, color=(0, 0, 0), width=0.5)
+                        page.insert_text((box.x0 + 4, box.y1 - 6), text, fontsize=10, fontname="helv")
+                y += 20 * len(rows) + 24
+                continue
+            size, font = {"line": (11, "helv"), "heading": (14, "hebo"), "code": (10, "cour")}[kind]
+            page.insert_text((72, y), str(content), fontsize=size, fontname=font)
+            y += size * 1.6
+    return document.tobytes()
+
+
+def control_lines(rows: list[tuple[str, str]]) -> list[tuple[str, object]]:
+    return [("line", "Document control"), *(("line", f"{label}: {value}") for label, value in rows)]
+
+
+def first_page(header: list[tuple[str, object]]) -> list[tuple[str, object]]:
+    return [("heading", FIELDS["Title"]), *header, ("heading", "1. Scope"), ("line", "Records are kept.")]
+
+
+def second_page(*extra: tuple[str, object]) -> list[tuple[str, object]]:
+    return [("heading", "2. Records"), ("line", "Records are kept for seven years."), *extra]
+
+
+def test_a_docx_with_a_second_header_table_saying_restricted_is_refused_naming_both_tables():
+    message = one_line_error(docx_document(LEVELS, RESTRICTED), "guide.docx", HeaderError)
+    assert message == TWO_BLOCKS.format("table 1", "table 3")
+
+
+LINES = "the 'Document control' lines"
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "where"),
+    [
+        (control_lines(HEADER), control_lines(RESTRICTED), (LINES, LINES)),
+        (control_lines(HEADER), [("table", RESTRICTED)], (LINES, "the table")),
+        ([("table", HEADER)], [("table", RESTRICTED)], ("the header table", "the table")),
+        (control_lines(HEADER), control_lines([("Classification", "restricted")]), (LINES, LINES)),
+    ],
+    ids=["lines-then-lines", "lines-then-table", "table-then-table", "lines-then-classification-alone"],
+)
+def test_a_pdf_with_a_second_header_block_saying_restricted_is_refused_naming_both_pages(first, second, where):
+    data = pdf_document(first_page(first), second_page(*second))
+    message = one_line_error(data, "guide.pdf", HeaderError)
+    assert message == TWO_BLOCKS.format(f"{where[0]} on page 1", f"{where[1]} on page 2")
+
+
+def test_one_header_block_and_later_tables_or_lines_that_merely_mention_header_fields_are_accepted():
+    document = parse(docx_document(LEVELS, FIELD_LIST), "guide.docx")
+    assert document.header.classification.value == "internal"
+    tables = [block.rows for block in document.blocks if isinstance(block, Table)]
+    assert tables == [tuple(LEVELS), tuple(FIELD_LIST)]
+
+    example = [("code", "Document control"), ("code", "Classification: public")]  # a listing, in Courier
+    mentions = [("heading", "Document control"), ("line", "The owner reviews the document each year.")]
+    mentions += [("heading", "3. Document control"), ("line", "Classification: the owner sets it."), *example]
+    page = second_page(("table", LEVELS), ("table", FIELD_LIST), *mentions)
+    document = parse(pdf_document(first_page(control_lines(HEADER)), page), "guide.pdf")
+    assert document.header.classification.value == "internal"
+    assert [block.rows for block in document.blocks if isinstance(block, Table)] == [tuple(LEVELS), tuple(FIELD_LIST)]
+
+
+@pytest.mark.parametrize("name", ["guide.docx", "guide.pdf"])
+def test_the_ingestor_refuses_a_file_with_two_header_blocks_and_stores_nothing(name, database, counting_embedder):
+    from ingest.pipeline import Ingestor
+
+    if name.endswith(".docx"):
+        data = docx_document(RESTRICTED)
+    else:
+        data = pdf_document(first_page(control_lines(HEADER)), second_page(*control_lines(RESTRICTED)))
+    with Ingestor(database.ingest, counting_embedder, max_bytes=5_000_000) as ingestor:
+        result = ingestor.ingest(data, name=name, source_uri=f"file:///inbox/{name}")
+    assert result.outcome == "failed" and "two header blocks" in (result.reason or "")
+    assert counting_embedder.calls == 0
+    with psycopg.connect(database.ingest) as conn:
+        assert conn.execute("SELECT count(*) FROM kb.documents").fetchone() == (0,)
 
 
 def openapi_spec(control_json: str) -> bytes:

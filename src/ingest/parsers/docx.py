@@ -1,4 +1,5 @@
-"""DOCX: headings from Word's Heading styles, tables as tables, the header block as the first table."""
+"""DOCX: headings from Word's Heading styles, tables as tables, the header block as the first table (a later
+table that would also pass for one is a second header block, and the file is refused)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from docx.text.paragraph import Paragraph as DocxParagraph
 from docx.text.run import Run
 
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
-from ingest.header import FIELDS, build_header, field_key
+from ingest.header import FIELDS, build_header, field_key, two_header_blocks
 from ingest.hidden import mark_hidden
 from ingest.parsers.budget import Deadline
 
@@ -47,6 +48,7 @@ def parse_docx(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
 
     reader = _Reader(document)
     header_raw: dict[str, object] | None = None
+    header_table = tables = 0  # which of the body's tables, counted from 1, holds the header block
     blocks: list[Block] = []
     number = 0  # position in the current numbered list
     headed = False  # a section heading read: the header table comes before it (a flag, not a scan per table)
@@ -56,12 +58,15 @@ def parse_docx(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
         deadline.check("DOCX", f"paragraph or table {position + 1} of {len(items)}")
         blocks += [Paragraph(note) for note in reader.take_notes(document)]  # after the block citing them
         if isinstance(item, DocxTable):
+            tables += 1
             rows = _table_rows(item, reader)
             if header_raw is None and not headed:
                 candidate = _header_fields(rows)
                 if candidate is not None:
-                    header_raw = candidate
+                    header_raw, header_table = candidate, tables
                     continue
+            elif header_raw is not None and _is_header_table(rows):
+                raise two_header_blocks(f"table {header_table}", f"table {tables}")
             if rows:
                 blocks.append(Table(tuple(rows)))
             continue
@@ -334,6 +339,13 @@ def _header_fields(rows: list[tuple[str, ...]]) -> dict[str, object] | None:
     """A two-column label/value table naming at least three header fields is the header block."""
     fields: dict[str, object] = {field_key(row[0]): row[1] for row in rows if len(row) >= 2}
     return fields if len(set(fields) & set(FIELDS)) >= 3 else None
+
+
+def _is_header_table(rows: list[tuple[str, ...]]) -> bool:
+    """A later table is a second header block when it is two columns of labels and values naming at least
+    three header fields, as the first must be; a table of three or more columns (a list of the fields with
+    their form and an example, a revision history) or one naming a field or two is an ordinary table."""
+    return all(len(row) <= 2 for row in rows) and _header_fields(rows) is not None
 
 
 def _append_list_item(blocks: list[Block], line: str) -> None:

@@ -9,7 +9,8 @@
   continued on the next page under a repeated header is joined.
 - A page set in two columns is read down each column in turn.
 - The header block is the `Document control` line and the `Label: value` lines after it, or a ruled
-  two-column table of labels and values before the first numbered heading.
+  two-column table of labels and values before the first numbered heading. A second one anywhere (another
+  `Document control` line followed by a header field, or another such table) refuses the file.
 - Lines at the top or bottom of most pages that repeat verbatim, or with only the page number changing,
   are running headers and footers, and are dropped.
 - A cut-off file is refused, and a parse-time budget is checked page by page.
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
-from ingest.header import FIELDS, build_header, field_key
+from ingest.header import FIELDS, build_header, field_key, two_header_blocks
 from ingest.hidden import mark_hidden
 from ingest.parsers.budget import Deadline
 from ingest.parsers.pdf_library import pymupdf
@@ -369,20 +370,37 @@ def _header_block(
     """The header fields, and the lines and tables without them. The header block is the 'Document control'
     line and the 'Label: value' lines after it or, as in a DOCX, a two-column table of labels and values
     before the first numbered heading."""
-    start = next((i for i, ln in enumerate(lines) if ln.text.strip().lower() == "document control"), None)
+    start = next((i for i, ln in enumerate(lines) if _is_control_line(ln)), None)
     if start is None:
         numbered = (ln for ln in lines if is_heading(ln) and ln.text[:1].isdigit())
         first_heading = next(((ln.page, ln.top) for ln in numbered), (1, 0.0))  # else: the first page
         for table in tables:
             if (table.page, table.top) > first_heading:
                 break
-            fields: dict[str, object] = {field_key(row[0]): row[1] for row in table.rows if len(row) == 2}
+            fields = _table_fields(table.rows)
             if len(set(fields) & set(FIELDS)) >= 3:
-                return fields, lines, [t for t in tables if t is not table]
+                others = [t for t in tables if t is not table]
+                _refuse_second_header(f"the header table on page {table.page + 1}", lines, 0, others, is_heading)
+                return fields, lines, others
         raise HeaderError(
             "no header block: a PDF's first page has a 'Document control' line followed by 'Label: value' lines "
             f"({', '.join(FIELDS)}), or a two-column table of them; see docs/header-block.md"
         )
+    raw, end = _control_fields(lines, start, is_heading)
+    first = f"the 'Document control' lines on page {lines[start].page + 1}"
+    _refuse_second_header(first, lines, end, tables, is_heading)
+    return raw, lines[:start] + lines[end:], tables
+
+
+def _is_control_line(line: _Line) -> bool:
+    return line.text.strip().lower() == "document control"
+
+
+def _control_fields(
+    lines: list[_Line], start: int, is_heading: Callable[[_Line], bool]
+) -> tuple[dict[str, object], int]:
+    """The header fields of the 'Label: value' lines after the 'Document control' line at `start`, and the
+    index of the first line after them."""
     raw: dict[str, object] = {}
     last = None
     end = start + 1
@@ -399,7 +417,28 @@ def _header_block(
         else:
             break
         end = i + 1
-    return raw, lines[:start] + lines[end:], tables
+    return raw, end
+
+
+def _table_fields(rows: list[tuple[str, ...]]) -> dict[str, object]:
+    return {field_key(row[0]): row[1] for row in rows if len(row) == 2}
+
+
+def _refuse_second_header(
+    first: str, lines: list[_Line], after: int, tables: list[_TableAt], is_heading: Callable[[_Line], bool]
+) -> None:
+    """Refuse a second header block, as HTML's second <dl class="document-control"> is: a 'Document control'
+    line (not one in a code listing) followed by at least one header field's 'Label: value' line, or a ruled
+    table of two columns naming at least three header fields (the first's test; a table of more columns, such
+    as a list of the fields with their form, is an ordinary table). A heading 'Document control' over prose,
+    or a table naming a field or two, is not one."""
+    for i in range(after, len(lines)):
+        if _is_control_line(lines[i]) and not lines[i].mono and _control_fields(lines, i, is_heading)[0]:
+            raise two_header_blocks(first, f"the 'Document control' lines on page {lines[i].page + 1}")
+    for table in tables:
+        fields = _table_fields(table.rows)
+        if all(len(row) <= 2 for row in table.rows) and len(set(fields) & set(FIELDS)) >= 3:
+            raise two_header_blocks(first, f"the table on page {table.page + 1}")
 
 
 def _body_size(lines: list[_Line], in_tables: Counter[float]) -> float:
