@@ -16,7 +16,8 @@ DEFAULT_MAX_PARSE_SECONDS = 120.0
 # A parse runs in a child of the parse server that may take this much memory beyond the server's
 # (ingest.parsers.child, ingest.parsers.parse_server). The Lambda worker's 1,024 MB (infra/) = the worker and its
 # parse server idle (~130 MB together) + a parse (512 MiB) + the parsed document and its chunks held afterwards.
-# 24 MB of Markdown needs ~1.8 GB to parse in one piece: refused, not OOM-killed.
+# Markdown is parsed in parts of ~256 KB (ingest.parsers.markdown): 24 MB of it peaks at ~205 MB and parses;
+# a file whose parse needs more than the budget is refused, naming it, not OOM-killed.
 DEFAULT_MAX_PARSE_MEMORY_BYTES = 512 * 1024 * 1024
 # The Lambda worker cuts each record's parse budget to the time its invocation has left less this, and does not
 # start a record it cannot give 1 s (ingest.worker.invocation_deadline). 20 s = the 10 s a parse child may run
