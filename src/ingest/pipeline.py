@@ -411,6 +411,16 @@ class Ingestor:
         versions = ", ".join(f"{code} v{version}" for code, version in removed) or "nothing was stored from it"
         return IngestResult(source_uri, "withdrawn", reason=versions)
 
+    def log_deferred(self, source_uri: str, reason: str) -> None:
+        """A file handed back to the queue unstarted (the Lambda invocation had no time left): recorded, so that
+        `kb aws status` can say why should its message reach the dead-letter queue, but not as failed."""
+        try:
+            self._ensure_connected()
+            with self.conn.transaction():
+                log_event(self.conn, source_uri, "deferred", detail=reason[:2000])
+        except psycopg.Error:
+            pass  # the record is handed back whatever the database says; the worker's log has the reason
+
     def _log_failure(self, source_uri: str, sha256: str, reason: str) -> None:
         try:
             with self.conn.transaction():

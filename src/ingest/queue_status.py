@@ -2,7 +2,8 @@
 
 The dead-letter queue is read without consuming it: its messages are received, then made visible again
 at once, so a redrive right after sees them all. Each dead message's object key comes from its S3 event;
-its last error is the newest failure the writer recorded for that object (kb.ingest_log).
+its last error is the newest failure the writer recorded for that object (kb.ingest_log), or the newest hand-back
+('deferred': the Lambda worker's invocation had no time left to start it) if that came later.
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ def _recorded(conninfo: str, uris: list[str], recent: int) -> tuple[dict[str, st
         errors: dict[str, str] = dict(
             conn.execute(
                 """SELECT DISTINCT ON (source_uri) source_uri, detail FROM kb.ingest_log
-                   WHERE outcome = 'failed' AND source_uri = ANY(%s) ORDER BY source_uri, event_id DESC""",
+                   WHERE outcome IN ('failed', 'deferred') AND source_uri = ANY(%s)
+                   ORDER BY source_uri, event_id DESC""",
                 (uris,),
             ).fetchall()
         )

@@ -62,9 +62,11 @@ def by_key(messages: list[dict], *names: str) -> list[dict]:  # type: ignore[typ
     return [next(m for m in messages if f"{name}.md" in m["Body"]) for name in names]
 
 
-def failed_log(database) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
+def logged(database, outcome: str = "failed") -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
     with psycopg.connect(database.ingest) as conn:
-        return conn.execute("SELECT source_uri, detail FROM kb.ingest_log WHERE outcome = 'failed'").fetchall()
+        return conn.execute(
+            "SELECT source_uri, detail FROM kb.ingest_log WHERE outcome = %s ORDER BY event_id", (outcome,)
+        ).fetchall()
 
 
 def test_records_the_invocation_has_no_time_to_start_are_handed_back_unstarted_before_its_deadline(
@@ -72,7 +74,8 @@ def test_records_the_invocation_has_no_time_to_start_are_handed_back_unstarted_b
 ):
     """10 s left, 4 s of them kept: the first file parses for 5 s, which leaves the others under 1 s of parse
     budget. They are not started: reported as batch item failures, each with a log line naming the deadline,
-    nothing recorded as failed; the handler returns before the deadline; SQS delivers them again."""
+    recorded in kb.ingest_log as deferred, not failed; the handler returns before the deadline; SQS delivers
+    them again."""
     for name in ("CMP-SOP-901", "CMP-SOP-902", "CMP-SOP-903"):
         write(tmp_path / f"{name}.md", markdown_document(name))
     upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
@@ -88,8 +91,11 @@ def test_records_the_invocation_has_no_time_to_start_are_handed_back_unstarted_b
     assert failed == {batch[1]["MessageId"], batch[2]["MessageId"]}
     assert [name for name, _ in parses] == ["CMP-SOP-901.md"]  # the others were never parsed
     assert list(documents(database)) == ["CMP-SOP-901"]
-    assert failed_log(database) == []  # handed back is not failed: `kb aws status` shows no error for them
     bucket = queue.settings.corpus_bucket
+    assert logged(database) == []  # handed back is not failed
+    deferred = logged(database, "deferred")
+    assert [uri for uri, _ in deferred] == [f"s3://{bucket}/CMP-SOP-902.md", f"s3://{bucket}/CMP-SOP-903.md"]
+    assert all(detail.startswith("not started: the invocation's deadline is") for _, detail in deferred)
     not_started = [r.getMessage() for r in caplog.records if r.name == "kosha.worker" and r.levelno == logging.WARNING]
     assert [line.split(": ")[0] for line in not_started] == [
         f"not started s3://{bucket}/CMP-SOP-902.md",
@@ -150,7 +156,7 @@ def test_a_file_over_its_shortened_budget_fails_with_the_budget_named_and_nothin
     ((name, budget),) = parses
     assert name == "CMP-SOP-901.md" and 1.0 <= budget <= 2.5 and ingestor.max_parse_seconds == 120
     uri = f"s3://{queue.settings.corpus_bucket}/CMP-SOP-901.md"
-    ((logged_uri, detail),) = failed_log(database)
+    ((logged_uri, detail),) = logged(database)
     assert logged_uri == uri and "\n" not in detail
     assert detail.startswith(f"parsing the document took longer than the {budget:g} s limit (KB_MAX_PARSE_SECONDS 120 ")
     assert "cut to the invocation's time left less KB_WORKER_RESERVE_SECONDS 4), at its chunking" in detail
@@ -169,3 +175,35 @@ def test_without_a_lambda_context_a_record_keeps_its_whole_budget(queue, ingesto
     handler = make_handler(RecordProcessor(ingestor, queue.s3, max_bytes=2_000_000, reserve_s=RESERVE_S))
     assert invoke(queue, handler, receive(queue, 1), None) == set()
     assert parses == [("CMP-SOP-901.md", 120)] and list(documents(database)) == ["CMP-SOP-901"]
+
+
+def test_a_message_handed_back_on_every_receive_reaches_the_dlq_with_the_deadline_as_its_reason(
+    queue, ingestor, database, tmp_path
+):
+    """The worst case the order cannot prevent (invocations that never have time for it): after 3 receives the
+    message is dead-lettered, and `kb aws status` gives the invocation's deadline as its last error, not
+    'no error recorded'."""
+    from ingest.aws.clients import client
+    from ingest.queue_status import queue_status
+
+    write(tmp_path / "CMP-SOP-901.md", markdown_document("CMP-SOP-901"))
+    upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
+    handler = make_handler(RecordProcessor(ingestor, queue.s3, max_bytes=2_000_000, reserve_s=RESERVE_S))
+    for _ in range(3):
+        (message,) = receive(queue, 1, timeout=20)
+        assert invoke(queue, handler, [message], InvocationClock(RESERVE_S)) == {message["MessageId"]}
+    assert receive(queue, 1, timeout=4) == []  # the 4th receive moved it to the DLQ
+
+    status = queue_status(
+        queue.sqs,
+        client("cloudwatch", queue.settings),
+        ingest_queue=queue.settings.ingest_queue,
+        dead_letter_queue=queue.settings.dead_letter_queue,
+        local=True,
+        ingest_conninfo=database.ingest,
+    )
+    ((dead),) = status.dead
+    assert dead.source_uri == f"s3://{queue.settings.corpus_bucket}/CMP-SOP-901.md"
+    assert (dead.last_error or "").startswith("not started: the invocation's deadline is")
+    assert "(receive 3 of this message)" in (dead.last_error or "")
+    assert [o.outcome for o in status.recent] == ["deferred"] * 3 and documents(database) == {}

@@ -39,7 +39,7 @@ class IngestFailed(Exception):
 
 class NotStarted(Exception):
     """Raised for a record the invocation has no time left to start: the batch reports it as failed, so SQS
-    delivers it again, but nothing about its file failed (and nothing is logged as failed in kb.ingest_log)."""
+    delivers it again, but nothing about its file failed: kb.ingest_log records it as 'deferred'."""
 
 
 class RecordProcessor:
@@ -70,6 +70,8 @@ class RecordProcessor:
                 f"(receive {receive_count(record.raw_event)} of this message)"
             )
             log.warning("not started %s: %s", uris, reason)
+            for change in changes:
+                self.ingestor.log_deferred(change.uri, f"not started: {reason}")
             raise NotStarted(reason)
         results = [self._apply(change, lambda_context) for change in changes]
         failed = [r for r in results if r.outcome == "failed"]

@@ -5,11 +5,14 @@ then killed, every record of the batch comes back, and after maxReceiveCount rec
 with no reason recorded. So each record's parse budget is KB_MAX_PARSE_SECONDS cut to what the invocation has
 left less KB_WORKER_RESERVE_SECONDS (kept for what follows a parse: the parse child's hard stop, embedding,
 storing, reporting), and a record that would get less than MIN_PARSE_SECONDS is not started at all: it is
-handed back to SQS as a batch item failure, to be delivered again.
+handed back to SQS as a batch item failure, to be delivered again, and recorded in kb.ingest_log as 'deferred'
+(not 'failed': nothing about its file failed).
 
 A record handed back still counts a receive. So the batch starts its records most-received first: a record
 handed back (or failed on a budget cut short) is first in its next batch, where its budget is
-KB_MAX_PARSE_SECONDS whole, and a file that is fine is not dead-lettered for landing behind slow ones.
+KB_MAX_PARSE_SECONDS whole, and a file that is fine is not dead-lettered for landing behind slow ones. Only
+several such records in one batch, time after time, can still send one to the dead-letter queue unstarted; its
+'deferred' entry is then the last error `kb aws status` shows for it.
 Outside Lambda (`kb worker`, tests) there is no context, hence no deadline: the budget is KB_MAX_PARSE_SECONDS.
 """
 
