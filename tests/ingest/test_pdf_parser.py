@@ -434,3 +434,119 @@ def test_the_pdf_parser_loads_the_pdf_library_without_its_layout_and_markdown_ad
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip() == "[]"
     assert done.stdout == ""  # no suggestion to install the layout analyser among a worker's output
+
+
+PARAGRAPH_STEP, LINE_STEP = 26.0, 13.5  # baseline to baseline: between paragraphs, and between a paragraph's lines
+
+
+def spaced_pdf(body: list[list[tuple[str, float, str]]], header_font: str = "helv") -> bytes:
+    """One page: the title and header block, then `body`'s paragraphs, each a list of (text, size, font) lines
+    set one under the other, with a paragraph's spacing between them, as a word processor sets them."""
+    document = pymupdf.open()
+    page = document.new_page()
+    page.insert_text((72, 60), FIELDS["Title"], fontsize=20, fontname="hebo")
+    page.insert_text((72, 92), "Document control", fontsize=11, fontname=header_font)
+    y = 92.0
+    for label, value in FIELDS.items():
+        y += LINE_STEP
+        page.insert_text((72, y), f"{label}: {value}", fontsize=11, fontname="helv")
+    for paragraph in body:
+        y += PARAGRAPH_STEP - LINE_STEP
+        for text, size, font in paragraph:
+            y += LINE_STEP
+            page.insert_text((72, y), text, fontsize=size, fontname=font)
+    return document.tobytes()
+
+
+def sections(data: bytes) -> list[tuple[tuple[str, ...], str]]:
+    """Each section's path and its text, as the chunker cuts and cites it."""
+    from ingest.chunker import split_sections
+
+    document = parse_document(data, "bold.pdf", max_bytes=5_000_000)
+    return [(s.path, " ".join(b.text for b in s.blocks if isinstance(b, Paragraph))) for s in split_sections(document)]
+
+
+def test_headings_set_bold_at_the_body_size_without_numbers_open_their_sections():
+    # A word processor's lower heading style or a house style: 11 pt bold over 11 pt text, nothing larger.
+    body = [[("Daily reconciliation", 11, "hebo")], [(SENTENCES[0], 11, "helv")]]
+    body += [[("Breaks out of hours", 11, "hebo")], [(SENTENCES[1], 11, "helv")]]
+    body += [[("Evidence kept", 11, "hebo")], [(SENTENCES[0], 11, "helv"), ("and filed the same day.", 11, "helv")]]
+    assert sections(spaced_pdf(body)) == [
+        (("Daily reconciliation",), SENTENCES[0]),
+        (("Breaks out of hours",), SENTENCES[1]),
+        (("Evidence kept",), f"{SENTENCES[0]} and filed the same day."),
+    ]
+
+
+def test_larger_headings_keep_their_levels_above_the_bold_body_size_ones():
+    body = [[("Reconciliation", 14, "hebo")], [("Daily checks", 11, "hebo")], [(SENTENCES[0], 11, "helv")]]
+    body += [[("Breaks out of hours", 11, "hebo")], [(SENTENCES[1], 11, "helv")]]
+    body += [[("Escalation", 14, "hebo")], [(SENTENCES[1], 11, "helv")]]
+    body += [[("Who is called", 11, "hebo")], [(SENTENCES[0], 11, "helv")]]
+    data = spaced_pdf(body)
+    parsed = parse_document(data, "levels.pdf", max_bytes=5_000_000)
+    assert [(b.level, b.text) for b in parsed.blocks if isinstance(b, Heading)] == [
+        (1, FIELDS["Title"]),
+        (2, "Reconciliation"),
+        (3, "Daily checks"),
+        (3, "Breaks out of hours"),
+        (2, "Escalation"),
+        (3, "Who is called"),
+    ]
+    assert [path for path, _ in sections(data)] == [
+        ("Reconciliation", "Daily checks"),
+        ("Reconciliation", "Breaks out of hours"),
+        ("Escalation",),
+        ("Escalation", "Who is called"),
+    ]
+
+
+def test_bold_run_in_labels_first_lines_and_table_headers_at_the_body_size_stay_text():
+    lead = "Breaks above the agreed threshold are escalated to the Treasury Operations"  # bold, a full line
+    assert pymupdf.get_text_length(lead, "hebo", 11) > 0.9 * pymupdf.get_text_length(SENTENCES[1], "helv", 11)
+    body = [[("1. Reconciliation", 14, "hebo")], [(SENTENCES[0], 11, "helv")]]
+    body += [[("Note", 11, "hebo"), ("Holidays move the cut-off to the next business day.", 11, "helv")]]
+    body += [[("Warning", 11, "hebo")], [("Unreconciled batches are never released.", 11, "helv")]]
+    body += [[("Owner:", 11, "hebo"), ("Treasury Operations Lead", 11, "helv")]]
+    body += [[("Note: breaks are logged", 11, "hebo")], [("Every break gets a ticket.", 11, "helv")]]
+    body += [[(lead, 11, "hebo"), ("Lead on duty, who decides on the release.", 11, "helv")]]  # wraps on
+    body += [[("Breaks below the threshold", 11, "hebo"), ("are closed by the analyst.", 11, "helv")]]
+    held = [("A batch is held", 11, "helv"), ("while its breaks are open", 11, "hebo")]  # bold inside a paragraph
+    body += [[*held, ("Holds are logged.", 11, "helv")]]
+    body += [[("Unreconciled batches stay held", 11, "hebo"), ("Treasury signs off each release", 11, "hebo")]]
+    body += [[("Every release is logged.", 11, "helv")]]
+    body += [[("• Same-day release", 11, "hebo"), ("Batches released before noon settle today.", 11, "helv")]]
+    data = spaced_pdf(body)
+    document = pymupdf.open(stream=data, filetype="pdf")
+    page = document[0]
+    for x, cell in zip((72, 200, 330), ("Desk", "Limit", "Approver"), strict=True):  # an unruled table
+        page.insert_text((x, 730), cell, fontsize=11, fontname="hebo")
+    for x, cell in zip((72, 200, 330), ("Treasury", "250000", "Head of Treasury"), strict=True):
+        page.insert_text((x, 744), cell, fontsize=11, fontname="helv")
+    terms = [("Cut-off", "15:00 on business days"), ("Threshold", "USD 10,000")]
+    for y, (term, meaning) in zip((775, 789), terms, strict=True):
+        page.insert_text((72, y), term, fontsize=11, fontname="hebo")  # terms with their definitions beside them
+        page.insert_text((200, y), meaning, fontsize=11, fontname="helv")
+    parsed = parse_document(document.tobytes(), "labels.pdf", max_bytes=5_000_000)
+    assert [b.text for b in parsed.blocks if isinstance(b, Heading)] == [FIELDS["Title"], "1. Reconciliation"]
+    text = " ".join(b.text for b in parsed.blocks if isinstance(b, Paragraph))
+    for kept in ("Note Holidays", "Warning", "Owner: Treasury", "Note: breaks are logged", f"{lead} Lead on duty"):
+        assert kept in text, kept
+    assert "Breaks below the threshold are closed" in text and "is held while its breaks are open" in text
+    assert "Unreconciled batches stay held Treasury signs off each release" in text
+    assert "- Same-day release Batches released" in text  # a bold list item
+    assert "Approver" in text and "Cut-off 15:00 on business days" in text and "Threshold USD 10,000" in text
+
+
+def test_a_document_set_in_bold_throughout_does_not_become_all_headings():
+    # Its prose in bold, with a regular-weight line after some short bold ones: weight tells nothing here.
+    checked = ("Checked by the Treasury desk.", 11, "helv")
+    body = [[("1. Reconciliation", 14, "hebo")], [("Daily checks", 11, "hebo")], [checked]]
+    body += [[(SENTENCES[0], 11, "hebo")]]
+    body += [[("Breaks out of hours", 11, "hebo")], [checked], [(SENTENCES[1], 11, "hebo")]]
+    body += [[(SENTENCES[0], 11, "hebo")], [(SENTENCES[1], 11, "hebo")], [("Evidence kept", 11, "hebo")], [checked]]
+    parsed = parse_document(spaced_pdf(body, header_font="hebo"), "all-bold.pdf", max_bytes=5_000_000)
+    assert [b.text for b in parsed.blocks if isinstance(b, Heading)] == [FIELDS["Title"], "1. Reconciliation"]
+    assert parsed.header.doc_code == FIELDS["Doc code"]
+    paragraphs = [b.text for b in parsed.blocks if isinstance(b, Paragraph)]
+    assert {"Daily checks", "Breaks out of hours", "Evidence kept"} <= set(paragraphs)

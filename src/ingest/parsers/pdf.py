@@ -2,8 +2,10 @@
 
 - Headings are lines set bold in a font larger than the body text (tables' text counted in the body), or
   set in a regular font at least a fifth larger than the body's when they read as headings (short, with a
-  letter, not ending a sentence), as word processors' heading styles and titles often are; their levels
-  follow the sizes; a heading set on two lines is one.
+  letter, not ending a sentence), as word processors' heading styles and titles often are, or set bold at
+  the body's own size when they read as headings and stand on their own (not a label, list item, table
+  cell or bold line inside or opening a paragraph; not in a document mostly set in bold); their levels
+  follow the sizes, bold body-size ones below all others; a heading set on two lines is one.
 - Tables are found only on pages whose rules cross like a table's, and read from the page's words, each
   in the cell holding its centre, because `Table.extract()` can drop the spaces between words; a table
   continued on the next page under a repeated header is joined.
@@ -38,6 +40,8 @@ _NUMBER = re.compile(r"[0-9]+")
 _MARGIN = 54.0  # points at the top and bottom of a page where running headers and footers live
 _LARGER = 1.2  # a regular-weight line this many times the body's size can be a heading (1.1 is mere emphasis)
 _HEADING_WORDS = 12
+# A bold line of these alone is a run-in label of what follows, not a heading over a section.
+_RUN_IN_LABELS = frozenset({"note", "notes", "nb", "n.b", "warning", "caution", "important", "tip", "attention"})
 
 
 @dataclass
@@ -92,10 +96,10 @@ def parse_pdf(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
         raise ParseError("the PDF has no text layer (a scanned image?): run it through OCR first")
     body = _body_size(lines, in_tables)
     lines = _drop_running_lines(lines, body)
-    is_heading = _heading_test(lines, body)
-    raw, lines, tables = _header_block(lines, tables, is_heading)
+    heading_rank = _heading_test(lines, body, in_tables)
+    raw, lines, tables = _header_block(lines, tables, heading_rank)
     header = build_header(raw)
-    return ParsedDocument(header=header, blocks=_blocks(lines, tables, is_heading), source_format="pdf")
+    return ParsedDocument(header=header, blocks=_blocks(lines, tables, heading_rank), source_format="pdf")
 
 
 def _read(document: pymupdf.Document, deadline: Deadline) -> tuple[list[_Line], list[_TableAt], Counter[float]]:
@@ -365,14 +369,14 @@ def _repeats_by_page(group: list[_Line], heading_size: float) -> bool:
 
 
 def _header_block(
-    lines: list[_Line], tables: list[_TableAt], is_heading: Callable[[_Line], bool]
+    lines: list[_Line], tables: list[_TableAt], heading_rank: Callable[[_Line], float | None]
 ) -> tuple[dict[str, object], list[_Line], list[_TableAt]]:
     """The header fields, and the lines and tables without them. The header block is the 'Document control'
     line and the 'Label: value' lines after it or, as in a DOCX, a two-column table of labels and values
     before the first numbered heading."""
     start = next((i for i, ln in enumerate(lines) if _is_control_line(ln)), None)
     if start is None:
-        numbered = (ln for ln in lines if is_heading(ln) and ln.text[:1].isdigit())
+        numbered = (ln for ln in lines if heading_rank(ln) is not None and ln.text[:1].isdigit())
         first_heading = next(((ln.page, ln.top) for ln in numbered), (1, 0.0))  # else: the first page
         for table in tables:
             if (table.page, table.top) > first_heading:
@@ -380,15 +384,15 @@ def _header_block(
             fields = _table_fields(table.rows)
             if len(set(fields) & set(FIELDS)) >= 3:
                 others = [t for t in tables if t is not table]
-                _refuse_second_header(f"the header table on page {table.page + 1}", lines, 0, others, is_heading)
+                _refuse_second_header(f"the header table on page {table.page + 1}", lines, 0, others, heading_rank)
                 return fields, lines, others
         raise HeaderError(
             "no header block: a PDF's first page has a 'Document control' line followed by 'Label: value' lines "
             f"({', '.join(FIELDS)}), or a two-column table of them; see docs/header-block.md"
         )
-    raw, end = _control_fields(lines, start, is_heading)
+    raw, end = _control_fields(lines, start, heading_rank)
     first = f"the 'Document control' lines on page {lines[start].page + 1}"
-    _refuse_second_header(first, lines, end, tables, is_heading)
+    _refuse_second_header(first, lines, end, tables, heading_rank)
     return raw, lines[:start] + lines[end:], tables
 
 
@@ -397,7 +401,7 @@ def _is_control_line(line: _Line) -> bool:
 
 
 def _control_fields(
-    lines: list[_Line], start: int, is_heading: Callable[[_Line], bool]
+    lines: list[_Line], start: int, heading_rank: Callable[[_Line], float | None]
 ) -> tuple[dict[str, object], int]:
     """The header fields of the 'Label: value' lines after the 'Document control' line at `start`, and the
     index of the first line after them."""
@@ -406,7 +410,7 @@ def _control_fields(
     end = start + 1
     for i in range(start + 1, len(lines)):
         line = lines[i]
-        if is_heading(line):
+        if heading_rank(line) is not None:
             break
         match = _LABEL.match(line.text)
         if match and field_key(match.group(1)) in FIELDS:
@@ -425,7 +429,7 @@ def _table_fields(rows: list[tuple[str, ...]]) -> dict[str, object]:
 
 
 def _refuse_second_header(
-    first: str, lines: list[_Line], after: int, tables: list[_TableAt], is_heading: Callable[[_Line], bool]
+    first: str, lines: list[_Line], after: int, tables: list[_TableAt], heading_rank: Callable[[_Line], float | None]
 ) -> None:
     """Refuse a second header block, as HTML's second <dl class="document-control"> is: a 'Document control'
     line (not one in a code listing) followed by at least one header field's 'Label: value' line, or a ruled
@@ -433,7 +437,7 @@ def _refuse_second_header(
     as a list of the fields with their form, is an ordinary table). A heading 'Document control' over prose,
     or a table naming a field or two, is not one."""
     for i in range(after, len(lines)):
-        if _is_control_line(lines[i]) and not lines[i].mono and _control_fields(lines, i, is_heading)[0]:
+        if _is_control_line(lines[i]) and not lines[i].mono and _control_fields(lines, i, heading_rank)[0]:
             raise two_header_blocks(first, f"the 'Document control' lines on page {lines[i].page + 1}")
     for table in tables:
         fields = _table_fields(table.rows)
@@ -450,12 +454,15 @@ def _body_size(lines: list[_Line], in_tables: Counter[float]) -> float:
     return sizes.most_common(1)[0][0]
 
 
-def _heading_test(lines: list[_Line], body: float) -> Callable[[_Line], bool]:
-    """Whether a line is a heading: set bold in a font larger than the body's, or in a regular font at least
-    `_LARGER` times the body's when it reads as a heading (a short line with a letter, not ending a sentence).
-    A regular-weight size counts only while its text stays a small part of the body's (a lead paragraph set
-    large is not a run of headings) and some line of it is followed by smaller text, as a heading is by what
-    it heads (a short document's text set larger than its header block is not all headings)."""
+def _heading_test(lines: list[_Line], body: float, in_tables: Counter[float]) -> Callable[[_Line], float | None]:
+    """The size a heading line ranks by, or None for a line that is not a heading. A heading is set bold in a
+    font larger than the body's, or in a regular font at least `_LARGER` times the body's when it reads as a
+    heading (a short line with a letter, not ending a sentence), or bold at the body's own size when it reads
+    as a heading and stands on its own (`_bold_body_headings`); those rank at the body's size, below every
+    larger heading. A regular-weight size counts only while its text stays a small part of the body's (a lead
+    paragraph set large is not a run of headings) and some line of it is followed by smaller text, as a
+    heading is by what it heads (a short document's text set larger than its header block is not all
+    headings)."""
     large: Counter[float] = Counter()
     leads: set[float] = set()
     for line, after in zip(lines, [*lines[1:], None], strict=True):  # in reading order
@@ -466,12 +473,77 @@ def _heading_test(lines: list[_Line], body: float) -> Callable[[_Line], bool]:
     in_body = sum(len(line.text) for line in lines if line.size == body)
     sizes = {size for size, characters in large.items() if size in leads and characters <= max(in_body, 1) / 4}
 
-    def is_heading(line: _Line) -> bool:
+    def is_larger_heading(line: _Line) -> bool:
         if line.size <= body + 0.5:
             return False
         return line.bold or (line.size in sizes and _reads_as_heading(line.text))
 
-    return is_heading
+    bold_body = _bold_body_headings(lines, body, in_tables, is_larger_heading)
+
+    def heading_rank(line: _Line) -> float | None:
+        if is_larger_heading(line):
+            return line.size
+        return body if id(line) in bold_body else None
+
+    return heading_rank
+
+
+def _at_body_size(line: _Line, body: float) -> bool:
+    return abs(line.size - body) <= 0.5
+
+
+def _bold_body_headings(
+    lines: list[_Line], body: float, in_tables: Counter[float], is_larger_heading: Callable[[_Line], bool]
+) -> set[int]:
+    """The ids of the lines that are headings set bold at the body's own size, as word processors' lower
+    heading styles and house styles for contracts and policies often are. Such a line reads as a heading, is
+    no label ('Note', 'Owner: Treasury', 'Document control') nor list item, and stands on its own: the line
+    before it ends its paragraph (a gap, a sentence's end, a heading, another page or column), the line after
+    it is regular-weight text that does not continue it (a bold first line of a wrapping paragraph runs to
+    the column's right edge or is continued in lower case), and no line sits beside it (a bold table header
+    outside a ruled table). None when bold body-size text is over a third of the body's: a document set in
+    bold throughout has no headings by weight."""
+    at_body = [line for line in lines if _at_body_size(line, body) and not line.mono]
+    bold = sum(len(line.text) for line in at_body if line.bold)
+    total = sum(len(line.text) for line in at_body) + sum(n for size, n in in_tables.items() if abs(size - body) <= 0.5)
+    if not bold or bold * 3 > total:
+        return set()
+    rows: Counter[tuple[int, int, int, int]] = Counter()  # lines per (page, band, column, rounded top)
+    edges: dict[tuple[int, int, int], float] = {}  # the right edge of each column of text
+    for line in lines:
+        rows[(*line.order[:3], round(line.top))] += 1
+        edges[line.order[:3]] = max(edges.get(line.order[:3], 0.0), line.right)
+
+    def beside_another(line: _Line) -> bool:
+        page, band, column, _ = line.order
+        return any(rows[(page, band, column, round(line.top) + d)] > (d == 0) for d in (-1, 0, 1))
+
+    found: set[int] = set()
+    for i, line in enumerate(lines):
+        if not (line.bold and not line.mono and _at_body_size(line, body) and _reads_as_heading(line.text)):
+            continue
+        words = line.text.lower().rstrip(".").split()
+        if _LABEL.match(line.text) or words[0] in _RUN_IN_LABELS or " ".join(words) == "document control":
+            continue
+        if _BULLET.match(line.text) and not line.text[:1].isdigit():
+            continue  # a bold bullet item; '1. Purpose' may be a numbered heading
+        before = lines[i - 1] if i else None
+        after = lines[i + 1] if i + 1 < len(lines) else None
+        if after is None or after.bold or after.mono or not _at_body_size(after, body) or beside_another(line):
+            continue
+        if before is not None and not (
+            before.order[:3] != line.order[:3]
+            or line.top - before.bottom > line.size * 0.6
+            or before.text.rstrip().endswith((".", ":", "!", "?"))
+            or is_larger_heading(before)
+        ):
+            continue  # the end of a paragraph set in bold, or a bold line inside one
+        continued = after.order[:3] == line.order[:3] and after.top - line.bottom <= after.size * 0.6
+        full = line.right >= edges[line.order[:3]] - (edges[line.order[:3]] - line.left) * 0.1
+        if after.text[:1].islower() or (continued and full):
+            continue  # the bold start of a paragraph that wraps on
+        found.add(id(line))
+    return found
 
 
 def _reads_as_heading(text: str) -> bool:
@@ -483,9 +555,9 @@ def _reads_as_heading(text: str) -> bool:
     )
 
 
-def _blocks(lines: list[_Line], tables: list[_TableAt], is_heading: Callable[[_Line], bool]) -> list[Block]:
-    heading_sizes = sorted({ln.size for ln in lines if is_heading(ln)}, reverse=True)
-    level_of = {size: i + 1 for i, size in enumerate(heading_sizes)}
+def _blocks(lines: list[_Line], tables: list[_TableAt], heading_rank: Callable[[_Line], float | None]) -> list[Block]:
+    ranks = {id(ln): rank for ln in lines if (rank := heading_rank(ln)) is not None}
+    level_of = {rank: i + 1 for i, rank in enumerate(sorted(set(ranks.values()), reverse=True))}
     items: list[tuple[tuple[int, int, int, float], object]] = [(ln.order, ln) for ln in lines]
     items += [(t.order, t) for t in tables]
     items.sort(key=lambda item: item[0])
@@ -510,13 +582,14 @@ def _blocks(lines: list[_Line], tables: list[_TableAt], is_heading: Callable[[_L
                 blocks.append(Table(tuple(item.rows)))
             continue
         assert isinstance(item, _Line)
-        if is_heading(item):
+        rank = ranks.get(id(item))
+        if rank is not None:
             flush()
             previous = blocks[-1] if blocks else None
             if isinstance(previous, Heading) and last is not None and _continues_heading(last, item):
                 blocks[-1] = Heading(previous.level, f"{previous.text} {item.text}")  # a heading set on two lines
             else:
-                blocks.append(Heading(level_of[item.size], item.text))
+                blocks.append(Heading(level_of[rank], item.text))
             last = item
             continue
         last = None
