@@ -538,6 +538,17 @@ def test_bold_run_in_labels_first_lines_and_table_headers_at_the_body_size_stay_
     assert "Approver" in text and "Cut-off 15:00 on business days" in text and "Threshold USD 10,000" in text
 
 
+def test_a_bold_first_line_of_ragged_text_that_wrapped_before_a_long_word_stays_text():
+    lead = "Breaks above the agreed threshold are escalated to the"  # ends a sixth short of the column's edge
+    body = [[("1. Reconciliation", 14, "hebo")], [(SENTENCES[0], 11, "helv")]]
+    body += [[(lead, 11, "hebo"), ("Reconciliation Operations Lead on duty, who logs them.", 11, "helv")]]
+    edge = pymupdf.get_text_length(SENTENCES[0], "helv", 11)
+    assert pymupdf.get_text_length(lead, "hebo", 11) < 0.85 * edge
+    parsed = parse_document(spaced_pdf(body), "ragged.pdf", max_bytes=5_000_000)
+    assert [b.text for b in parsed.blocks if isinstance(b, Heading)] == [FIELDS["Title"], "1. Reconciliation"]
+    assert f"{lead} Reconciliation Operations Lead" in " ".join(b.text for b in parsed.blocks)
+
+
 def test_a_document_set_in_bold_throughout_does_not_become_all_headings():
     # Its prose in bold, with a regular-weight line after some short bold ones: weight tells nothing here.
     checked = ("Checked by the Treasury desk.", 11, "helv")

@@ -539,11 +539,20 @@ def _bold_body_headings(
         ):
             continue  # the end of a paragraph set in bold, or a bold line inside one
         continued = after.order[:3] == line.order[:3] and after.top - line.bottom <= after.size * 0.6
-        full = line.right >= edges[line.order[:3]] - (edges[line.order[:3]] - line.left) * 0.1
-        if after.text[:1].islower() or (continued and full):
+        if after.text[:1].islower() or (continued and _wraps(line, after, edges[line.order[:3]])):
             continue  # the bold start of a paragraph that wraps on
         found.add(id(line))
     return found
+
+
+def _wraps(line: _Line, after: _Line, edge: float) -> bool:
+    """Whether `line` ends where its column ran out of room rather than where its text ended: it reaches the
+    last tenth of the column, or the first word of the line after it (at that line's width per character)
+    would not have fitted after it, as in ragged-right text that wrapped before a long word."""
+    if line.right >= edge - (edge - line.left) * 0.1:
+        return True
+    per_character = (after.right - after.left) / max(len(after.text), 1)
+    return line.right + per_character * (len(after.text.split()[0]) + 1) > edge
 
 
 def _reads_as_heading(text: str) -> bool:
