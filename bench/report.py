@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bench import ingest_bench, openai_rate, parse_text, realism, sizing, storage
+from bench import ingest_bench, openai_rate, parse_text, realism, sizing, storage, vector_storage
 
 
 def _ms(stats: dict[str, float]) -> str:
@@ -146,6 +146,7 @@ def render(r: dict[str, Any]) -> str:
         lines += _scale_section(s)
     lines += realism.render(r.get("realism"))
     lines += storage.render(r.get("storage"))
+    lines += vector_storage.render(r["vector_storage"]) if r.get("vector_storage") else []
     lines += sizing.render(r)
     lines += targets_section(r)
     lines += [

@@ -77,3 +77,22 @@ def test_the_quick_benchmark_runs_every_part_and_writes_its_results(tmp_path):
         after[section:].split("## MCP server memory")[0]
         == before[before.index("## Point in time (as_of)") :].split("## MCP server memory")[0]
     )
+
+
+def test_the_vector_storage_comparison_runs_and_merges_its_section(tmp_path):
+    (tmp_path / "results.json").write_text("{}")
+    (tmp_path / "results.md").write_text("# Benchmarks\n\n## What to configure at 100k, 1M and 10M chunks\n\nkept\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.vector_storage", "--quick", "--out", str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    measured = json.loads((tmp_path / "results.json").read_text())["vector_storage"]
+    assert set(measured["sizes"]) == {"EXTENDED", "MAIN"} and len(measured["queries"]) == 9
+    # The in-row copy keeps its 1,024-d vectors out of TOAST: what the comparison is about.
+    assert measured["sizes"]["MAIN"]["toast_mb"] < measured["sizes"]["EXTENDED"]["toast_mb"]
+    text = (tmp_path / "results.md").read_text()
+    assert text.index("## Vectors in the row or in TOAST") < text.index("## What to configure") and "kept" in text
