@@ -440,8 +440,9 @@ PARAGRAPH_STEP, LINE_STEP = 26.0, 13.5  # baseline to baseline: between paragrap
 
 
 def spaced_pdf(body: list[list[tuple[str, float, str]]], header_font: str = "helv") -> bytes:
-    """One page: the title and header block, then `body`'s paragraphs, each a list of (text, size, font) lines
-    set one under the other, with a paragraph's spacing between them, as a word processor sets them."""
+    """One page: the title and header block (in `header_font`), then `body`'s paragraphs, each a list of
+    (text, size, font) lines set one under the other, with a paragraph's spacing between them, as a word
+    processor sets them."""
     document = pymupdf.open()
     page = document.new_page()
     page.insert_text((72, 60), FIELDS["Title"], fontsize=20, fontname="hebo")
@@ -449,9 +450,11 @@ def spaced_pdf(body: list[list[tuple[str, float, str]]], header_font: str = "hel
     y = 92.0
     for label, value in FIELDS.items():
         y += LINE_STEP
-        page.insert_text((72, y), f"{label}: {value}", fontsize=11, fontname="helv")
+        page.insert_text((72, y), f"{label}: {value}", fontsize=11, fontname=header_font)
     for paragraph in body:
         y += PARAGRAPH_STEP - LINE_STEP
+        if y + LINE_STEP * len(paragraph) > 780:
+            page, y = document.new_page(), 60.0
         for text, size, font in paragraph:
             y += LINE_STEP
             page.insert_text((72, y), text, fontsize=size, fontname=font)
@@ -471,10 +474,26 @@ def test_headings_set_bold_at_the_body_size_without_numbers_open_their_sections(
     body = [[("Daily reconciliation", 11, "hebo")], [(SENTENCES[0], 11, "helv")]]
     body += [[("Breaks out of hours", 11, "hebo")], [(SENTENCES[1], 11, "helv")]]
     body += [[("Evidence kept", 11, "hebo")], [(SENTENCES[0], 11, "helv"), ("and filed the same day.", 11, "helv")]]
+    body += [[("Appendix A: Contacts", 11, "hebo")], [(SENTENCES[1], 11, "helv")]]
     assert sections(spaced_pdf(body)) == [
         (("Daily reconciliation",), SENTENCES[0]),
         (("Breaks out of hours",), SENTENCES[1]),
         (("Evidence kept",), f"{SENTENCES[0]} and filed the same day."),
+        (("Appendix A: Contacts",), SENTENCES[1]),
+    ]
+
+
+def test_a_header_block_set_bold_at_the_body_size_is_read_whole_beside_bold_body_size_headings():
+    body = [[("Daily reconciliation", 11, "hebo")], [(SENTENCES[0], 11, "helv"), (SENTENCES[1], 11, "helv")]]
+    body += [[("Breaks out of hours", 11, "hebo")], [(SENTENCES[1], 11, "helv"), (SENTENCES[0], 11, "helv")]]
+    body += [[("Evidence kept", 11, "hebo")], [(SENTENCES[0], 11, "helv"), (SENTENCES[1], 11, "helv")]]
+    parsed = parse_document(spaced_pdf(body, header_font="hebo"), "bold-header.pdf", max_bytes=5_000_000)
+    assert parsed.header.owner == FIELDS["Owner"] and parsed.header.regulatory_refs == ()
+    assert [b.text for b in parsed.blocks if isinstance(b, Heading)] == [
+        FIELDS["Title"],
+        "Daily reconciliation",
+        "Breaks out of hours",
+        "Evidence kept",
     ]
 
 
@@ -501,7 +520,7 @@ def test_larger_headings_keep_their_levels_above_the_bold_body_size_ones():
     ]
 
 
-def test_bold_run_in_labels_first_lines_and_table_headers_at_the_body_size_stay_text():
+def test_bold_run_in_labels_list_items_and_lines_opening_or_inside_a_paragraph_stay_text():
     lead = "Breaks above the agreed threshold are escalated to the Treasury Operations"  # bold, a full line
     assert pymupdf.get_text_length(lead, "hebo", 11) > 0.9 * pymupdf.get_text_length(SENTENCES[1], "helv", 11)
     body = [[("1. Reconciliation", 14, "hebo")], [(SENTENCES[0], 11, "helv")]]
@@ -509,33 +528,51 @@ def test_bold_run_in_labels_first_lines_and_table_headers_at_the_body_size_stay_
     body += [[("Warning", 11, "hebo")], [("Unreconciled batches are never released.", 11, "helv")]]
     body += [[("Owner:", 11, "hebo"), ("Treasury Operations Lead", 11, "helv")]]
     body += [[("Note: breaks are logged", 11, "hebo")], [("Every break gets a ticket.", 11, "helv")]]
+    body += [[("Cut-off: noon on business days", 11, "hebo")], [("Later batches wait.", 11, "helv")]]
+    body += [[("Limit: 250,000 per batch", 11, "hebo")], [("Larger batches are split.", 11, "helv")]]
+    body += [[("Warning: Friday batches", 11, "hebo")], [("Friday batches settle on Monday.", 11, "helv")]]
     body += [[(lead, 11, "hebo"), ("Lead on duty, who decides on the release.", 11, "helv")]]  # wraps on
+    near_full = "Breaks above the agreed threshold are escalated to the Treasury desk"  # ends in the last tenth
+    body += [[(near_full, 11, "hebo"), ("Or it is held until the break is explained.", 11, "helv")]]
+    body += [[("Owner: Treasury Operations Lead", 11, "hebo")], [("The owner reviews the log weekly.", 11, "helv")]]
     body += [[("Breaks below the threshold", 11, "hebo"), ("are closed by the analyst.", 11, "helv")]]
     held = [("A batch is held", 11, "helv"), ("while its breaks are open", 11, "hebo")]  # bold inside a paragraph
     body += [[*held, ("Holds are logged.", 11, "helv")]]
     body += [[("Unreconciled batches stay held", 11, "hebo"), ("Treasury signs off each release", 11, "hebo")]]
     body += [[("Every release is logged.", 11, "helv")]]
     body += [[("• Same-day release", 11, "hebo"), ("Batches released before noon settle today.", 11, "helv")]]
-    data = spaced_pdf(body)
-    document = pymupdf.open(stream=data, filetype="pdf")
-    page = document[0]
-    for x, cell in zip((72, 200, 330), ("Desk", "Limit", "Approver"), strict=True):  # an unruled table
-        page.insert_text((x, 730), cell, fontsize=11, fontname="hebo")
-    for x, cell in zip((72, 200, 330), ("Treasury", "250000", "Head of Treasury"), strict=True):
-        page.insert_text((x, 744), cell, fontsize=11, fontname="helv")
-    terms = [("Cut-off", "15:00 on business days"), ("Threshold", "USD 10,000")]
-    for y, (term, meaning) in zip((775, 789), terms, strict=True):
-        page.insert_text((72, y), term, fontsize=11, fontname="hebo")  # terms with their definitions beside them
-        page.insert_text((200, y), meaning, fontsize=11, fontname="helv")
-    parsed = parse_document(document.tobytes(), "labels.pdf", max_bytes=5_000_000)
-    assert [b.text for b in parsed.blocks if isinstance(b, Heading)] == [FIELDS["Title"], "1. Reconciliation"]
+    body += [[("Release rules", 11, "hebo")], [(SENTENCES[n % 2], 11, "helv") for n in range(8)]]  # a heading
+    parsed = parse_document(spaced_pdf(body), "labels.pdf", max_bytes=5_000_000)
+    headings = [FIELDS["Title"], "1. Reconciliation", "Release rules"]
+    assert [b.text for b in parsed.blocks if isinstance(b, Heading)] == headings
     text = " ".join(b.text for b in parsed.blocks if isinstance(b, Paragraph))
     for kept in ("Note Holidays", "Warning", "Owner: Treasury", "Note: breaks are logged", f"{lead} Lead on duty"):
         assert kept in text, kept
+    assert "Cut-off: noon on business days" in text and "Limit: 250,000 per batch" in text
+    assert "Warning: Friday batches" in text and f"{near_full} Or it is held" in text
+    assert "Owner: Treasury Operations Lead" in text
     assert "Breaks below the threshold are closed" in text and "is held while its breaks are open" in text
     assert "Unreconciled batches stay held Treasury signs off each release" in text
     assert "- Same-day release Batches released" in text  # a bold list item
-    assert "Approver" in text and "Cut-off 15:00 on business days" in text and "Threshold USD 10,000" in text
+
+
+def test_bold_cells_of_an_unruled_table_and_bold_terms_beside_their_definitions_stay_text():
+    body = [[("1. Reconciliation", 14, "hebo")], [(SENTENCES[0], 11, "helv")], [(SENTENCES[1], 11, "helv")]]
+    document = pymupdf.open(stream=spaced_pdf(body), filetype="pdf")
+    page = document[0]
+    for x, cell in zip((72, 200, 330), ("Desk", "Limit", "Approver"), strict=True):  # an unruled table
+        page.insert_text((x, 400), cell, fontsize=11, fontname="hebo")
+    for x, cell in zip((72, 200, 330), ("Treasury", "250000", "Head of Treasury"), strict=True):
+        page.insert_text((x, 414), cell, fontsize=11, fontname="helv")
+    terms = [("Cut-off", "15:00 on business days"), ("Threshold", "USD 10,000")]
+    for y, (term, meaning) in zip((450, 464), terms, strict=True):
+        page.insert_text((72, y), term, fontsize=11, fontname="hebo")  # terms with their definitions beside them
+        page.insert_text((200, y), meaning, fontsize=11, fontname="helv")
+    parsed = parse_document(document.tobytes(), "cells.pdf", max_bytes=5_000_000)
+    assert [b.text for b in parsed.blocks if isinstance(b, Heading)] == [FIELDS["Title"], "1. Reconciliation"]
+    text = " ".join(b.text for b in parsed.blocks if isinstance(b, Paragraph))
+    assert "Desk Limit Approver Treasury 250000 Head of Treasury" in text
+    assert "Cut-off 15:00 on business days" in text and "Threshold USD 10,000" in text
 
 
 def test_a_bold_first_line_of_ragged_text_that_wrapped_before_a_long_word_stays_text():

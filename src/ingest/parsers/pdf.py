@@ -37,6 +37,7 @@ _TEXT_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_LIGATURES & ~pymup
 _BULLET = re.compile(r"^([•▪◦‣∙·●\-–]|\d+[.)])\s+")
 _LABEL = re.compile(r"^([A-Za-z][A-Za-z ]{1,30}):\s*(.*)$")
 _NUMBER = re.compile(r"[0-9]+")
+_COLON = re.compile(r"^([^:]{1,40}):\s*(.*)$")  # a label and its value, or a heading's prefix and its title
 _MARGIN = 54.0  # points at the top and bottom of a page where running headers and footers live
 _LARGER = 1.2  # a regular-weight line this many times the body's size can be a heading (1.1 is mere emphasis)
 _HEADING_WORDS = 12
@@ -497,13 +498,14 @@ def _bold_body_headings(
 ) -> set[int]:
     """The ids of the lines that are headings set bold at the body's own size, as word processors' lower
     heading styles and house styles for contracts and policies often are. Such a line reads as a heading, is
-    no label ('Note', 'Owner: Treasury', 'Document control') nor list item, and stands on its own: the line
-    before it ends its paragraph (a gap, a sentence's end, a heading, another page or column), the line after
-    it is regular-weight text that does not continue it (a bold first line of a wrapping paragraph runs to
-    the column's right edge or is continued in lower case), and no line sits beside it (a bold table header
-    outside a ruled table). None when bold body-size text is over a third of the body's: a document set in
-    bold throughout has no headings by weight."""
-    at_body = [line for line in lines if _at_body_size(line, body) and not line.mono]
+    no label ('Note', 'Owner: Treasury', 'Cut-off: noon', 'Document control') nor list item, and stands on
+    its own: the line before it ends its paragraph (a gap, a sentence's end, a heading, another page or
+    column), the line after it is regular-weight text that does not continue it (a bold first line of a
+    wrapping paragraph runs out of room, `_wraps`, or is continued in lower case), and no line sits beside
+    it (a bold table header outside a ruled table). None when bold body-size text is over a third of the
+    body's: a document set in bold throughout has no headings by weight."""
+    # The header block's lines are metadata, not body text: set in bold, they would tip a short document over.
+    at_body = [ln for ln in lines if _at_body_size(ln, body) and not ln.mono and not _is_header_line(ln)]
     bold = sum(len(line.text) for line in at_body if line.bold)
     total = sum(len(line.text) for line in at_body) + sum(n for size, n in in_tables.items() if abs(size - body) <= 0.5)
     if not bold or bold * 3 > total:
@@ -522,8 +524,7 @@ def _bold_body_headings(
     for i, line in enumerate(lines):
         if not (line.bold and not line.mono and _at_body_size(line, body) and _reads_as_heading(line.text)):
             continue
-        words = line.text.lower().rstrip(".").split()
-        if _LABEL.match(line.text) or words[0] in _RUN_IN_LABELS or " ".join(words) == "document control":
+        if _is_header_line(line) or _is_run_in_label(line.text) or _first_word(line.text) in _RUN_IN_LABELS:
             continue
         if _BULLET.match(line.text) and not line.text[:1].isdigit():
             continue  # a bold bullet item; '1. Purpose' may be a numbered heading
@@ -543,6 +544,26 @@ def _bold_body_headings(
             continue  # the bold start of a paragraph that wraps on
         found.add(id(line))
     return found
+
+
+def _is_header_line(line: _Line) -> bool:
+    """The 'Document control' line or a header field's 'Label: value' line."""
+    match = _LABEL.match(line.text)
+    return _is_control_line(line) or (match is not None and field_key(match.group(1)) in FIELDS)
+
+
+def _is_run_in_label(text: str) -> bool:
+    """A 'Label: value' line whose value starts in lower case or with a digit ('Cut-off: noon on business
+    days', 'Limit: 250,000'); 'Appendix A: Contacts' and 'Step 2: Release the batch' read as headings."""
+    match = _COLON.match(text)
+    if match is None:
+        return False
+    value = match.group(2)
+    return value[:1].islower() or value[:1].isdigit()
+
+
+def _first_word(text: str) -> str:
+    return text.split()[0].lower().rstrip(".:") if text.split() else ""
 
 
 def _wraps(line: _Line, after: _Line, edge: float) -> bool:
