@@ -475,11 +475,13 @@ def test_headings_set_bold_at_the_body_size_without_numbers_open_their_sections(
     body += [[("Breaks out of hours", 11, "hebo")], [(SENTENCES[1], 11, "helv")]]
     body += [[("Evidence kept", 11, "hebo")], [(SENTENCES[0], 11, "helv"), ("and filed the same day.", 11, "helv")]]
     body += [[("Appendix A: Contacts", 11, "hebo")], [(SENTENCES[1], 11, "helv")]]
+    body += [[("Important dates", 11, "hebo")], [(SENTENCES[0], 11, "helv")]]
     assert sections(spaced_pdf(body)) == [
         (("Daily reconciliation",), SENTENCES[0]),
         (("Breaks out of hours",), SENTENCES[1]),
         (("Evidence kept",), f"{SENTENCES[0]} and filed the same day."),
         (("Appendix A: Contacts",), SENTENCES[1]),
+        (("Important dates",), SENTENCES[0]),
     ]
 
 

@@ -41,8 +41,9 @@ _COLON = re.compile(r"^([^:]{1,40}):\s*(.*)$")  # a label and its value, or a he
 _MARGIN = 54.0  # points at the top and bottom of a page where running headers and footers live
 _LARGER = 1.2  # a regular-weight line this many times the body's size can be a heading (1.1 is mere emphasis)
 _HEADING_WORDS = 12
-# A bold line of these alone is a run-in label of what follows, not a heading over a section.
-_RUN_IN_LABELS = frozenset({"note", "notes", "nb", "n.b", "warning", "caution", "important", "tip", "attention"})
+# A bold line of one of these alone, or of one with a colon and what follows, is a label of the text after it
+# (an admonition), not a heading over a section; 'Important dates' or 'Notes' may be headings.
+_RUN_IN_LABELS = frozenset({"note", "nb", "n.b", "warning", "caution", "important", "tip", "attention"})
 
 
 @dataclass
@@ -524,7 +525,7 @@ def _bold_body_headings(
     for i, line in enumerate(lines):
         if not (line.bold and not line.mono and _at_body_size(line, body) and _reads_as_heading(line.text)):
             continue
-        if _is_header_line(line) or _is_run_in_label(line.text) or _first_word(line.text) in _RUN_IN_LABELS:
+        if _is_header_line(line) or _is_run_in_label(line.text):
             continue
         if _BULLET.match(line.text) and not line.text[:1].isdigit():
             continue  # a bold bullet item; '1. Purpose' may be a numbered heading
@@ -553,17 +554,14 @@ def _is_header_line(line: _Line) -> bool:
 
 
 def _is_run_in_label(text: str) -> bool:
-    """A 'Label: value' line whose value starts in lower case or with a digit ('Cut-off: noon on business
-    days', 'Limit: 250,000'); 'Appendix A: Contacts' and 'Step 2: Release the batch' read as headings."""
+    """An admonition's label ('Note', 'Warning: Friday batches'), or a 'Label: value' line whose value starts
+    in lower case or with a digit ('Cut-off: noon on business days', 'Limit: 250,000'); 'Appendix A:
+    Contacts' and 'Step 2: Release the batch' read as headings."""
     match = _COLON.match(text)
     if match is None:
-        return False
+        return text.strip().lower().rstrip(".") in _RUN_IN_LABELS
     value = match.group(2)
-    return value[:1].islower() or value[:1].isdigit()
-
-
-def _first_word(text: str) -> str:
-    return text.split()[0].lower().rstrip(".:") if text.split() else ""
+    return match.group(1).strip().lower().rstrip(".") in _RUN_IN_LABELS or value[:1].islower() or value[:1].isdigit()
 
 
 def _wraps(line: _Line, after: _Line, edge: float) -> bool:
