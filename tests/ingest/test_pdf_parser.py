@@ -499,6 +499,25 @@ def test_a_header_block_set_bold_at_the_body_size_is_read_whole_beside_bold_body
     ]
 
 
+def test_a_bold_body_size_heading_wrapped_onto_two_lines_of_a_narrow_column_is_one_heading():
+    first = "Escalation of breaks found out of hours by the"  # runs to the column's edge
+    body = [[(first, 11, "hebo"), ("on-call analyst", 11, "hebo")]]
+    body += [[("Each payment batch is reconciled against the", 11, "helv")]]
+    body[-1].append(("bank statement before noon every business day.", 11, "helv"))
+    body += [[("Daily checks", 11, "hebo")], [("A break above the threshold goes to the Treasury", 11, "helv")]]
+    body[-1].append(("Operations Lead the same day.", 11, "helv"))
+    assert pymupdf.get_text_length(first, "hebo", 11) > 0.9 * max(
+        pymupdf.get_text_length(text, font, 11) for paragraph in body for text, _, font in paragraph
+    )
+    assert sections(spaced_pdf(body)) == [
+        (
+            (f"{first} on-call analyst",),
+            "Each payment batch is reconciled against the bank statement before noon every business day.",
+        ),
+        (("Daily checks",), "A break above the threshold goes to the Treasury Operations Lead the same day."),
+    ]
+
+
 def test_larger_headings_keep_their_levels_above_the_bold_body_size_ones():
     body = [[("Reconciliation", 14, "hebo")], [("Daily checks", 11, "hebo")], [(SENTENCES[0], 11, "helv")]]
     body += [[("Breaks out of hours", 11, "hebo")], [(SENTENCES[1], 11, "helv")]]

@@ -498,13 +498,14 @@ def _bold_body_headings(
     lines: list[_Line], body: float, in_tables: Counter[float], is_larger_heading: Callable[[_Line], bool]
 ) -> set[int]:
     """The ids of the lines that are headings set bold at the body's own size, as word processors' lower
-    heading styles and house styles for contracts and policies often are. Such a line reads as a heading, is
-    no label ('Note', 'Owner: Treasury', 'Cut-off: noon', 'Document control') nor list item, and stands on
-    its own: the line before it ends its paragraph (a gap, a sentence's end, a heading, another page or
-    column), the line after it is regular-weight text that does not continue it (a bold first line of a
-    wrapping paragraph runs out of room, `_wraps`, or is continued in lower case), and no line sits beside
-    it (a bold table header outside a ruled table). None when bold body-size text is over a third of the
-    body's: a document set in bold throughout has no headings by weight."""
+    heading styles and house styles for contracts and policies often are. Such a line (or two, the first
+    running out of room) reads as a heading, is no label ('Note', 'Owner: Treasury', 'Cut-off: noon',
+    'Document control') nor list item, and stands on its own: the line before it ends its paragraph (a gap,
+    a sentence's end, a heading, another page or column), the line after it is regular-weight text that
+    does not continue it (a bold first line of a wrapping paragraph runs out of room, `_wraps`, or is
+    continued in lower case), and no line sits beside it (a bold table header outside a ruled table). None
+    when bold body-size text is over a third of the body's: a document set in bold throughout has no
+    headings by weight."""
     # The header block's lines are metadata, not body text: set in bold, they would tip a short document over.
     at_body = [ln for ln in lines if _at_body_size(ln, body) and not ln.mono and not _is_header_line(ln)]
     bold = sum(len(line.text) for line in at_body if line.bold)
@@ -521,17 +522,30 @@ def _bold_body_headings(
         page, band, column, _ = line.order
         return any(rows[(page, band, column, round(line.top) + d)] > (d == 0) for d in (-1, 0, 1))
 
+    def bold_at_body(line: _Line) -> bool:
+        return line.bold and not line.mono and _at_body_size(line, body)
+
+    def follows_closely(line: _Line, after: _Line) -> bool:  # the next line of the same paragraph
+        return after.order[:3] == line.order[:3] and after.top - line.bottom <= after.size * 0.6
+
     found: set[int] = set()
     for i, line in enumerate(lines):
-        if not (line.bold and not line.mono and _at_body_size(line, body) and _reads_as_heading(line.text)):
+        if not bold_at_body(line):
             continue
-        if _is_header_line(line) or _is_run_in_label(line.text):
+        run = [line]  # a heading too long for its column wraps onto a second bold line
+        second = lines[i + 1] if i + 1 < len(lines) else None
+        if second is not None and bold_at_body(second) and follows_closely(line, second):
+            run += [second] if _wraps(line, second, edges[line.order[:3]]) else []
+        text = " ".join(ln.text for ln in run)
+        if not _reads_as_heading(text) or _is_header_line(line) or _is_run_in_label(text):
             continue
-        if _BULLET.match(line.text) and not line.text[:1].isdigit():
+        if _BULLET.match(text) and not text[:1].isdigit():
             continue  # a bold bullet item; '1. Purpose' may be a numbered heading
         before = lines[i - 1] if i else None
-        after = lines[i + 1] if i + 1 < len(lines) else None
-        if after is None or after.bold or after.mono or not _at_body_size(after, body) or beside_another(line):
+        after = lines[i + len(run)] if i + len(run) < len(lines) else None
+        if after is None or after.bold or after.mono or not _at_body_size(after, body):
+            continue
+        if any(beside_another(ln) for ln in run):
             continue
         if before is not None and not (
             before.order[:3] != line.order[:3]
@@ -540,10 +554,10 @@ def _bold_body_headings(
             or is_larger_heading(before)
         ):
             continue  # the end of a paragraph set in bold, or a bold line inside one
-        continued = after.order[:3] == line.order[:3] and after.top - line.bottom <= after.size * 0.6
-        if after.text[:1].islower() or (continued and _wraps(line, after, edges[line.order[:3]])):
+        last = run[-1]
+        if after.text[:1].islower() or (follows_closely(last, after) and _wraps(last, after, edges[last.order[:3]])):
             continue  # the bold start of a paragraph that wraps on
-        found.add(id(line))
+        found.update(id(ln) for ln in run)
     return found
 
 
