@@ -118,6 +118,10 @@ def cases(quick: bool) -> list[Case]:
         Case(
             "DOCX", "paragraphs", 200 if quick else 20_000, "paragraphs", None if quick else 10.0, docx_file, "a.docx"
         ),
+        # Toward the file limits: a text PDF of ~10 MB (KB_MAX_FILE_BYTES is 25 MiB), a DOCX whose XML comes
+        # near its decompressed budget (KB_MAX_DECOMPRESSED_BYTES, 32 MiB); no target, the rate is the point.
+        Case("PDF", "text", 40 if quick else 10_000, "pages", None, text_pdf, "ledger.pdf"),
+        Case("DOCX", "paragraphs", 400 if quick else 100_000, "paragraphs", None, docx_file, "a.docx"),
     ]
 
 
