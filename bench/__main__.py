@@ -49,6 +49,7 @@ from bench.database import start_database
 from bench.synthetic import SyntheticCorpus, load, query_vectors
 from kb_core.db.embedded import EmbeddedPostgres
 from kb_core.db.embedding_space import EmbeddingSpace
+from kb_core.db.targets import DatabaseTargets
 from kb_core.embedders.local import LocalEmbedder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -296,22 +297,28 @@ def storage_only(args: argparse.Namespace) -> int:
     return 0
 
 
-def corpus_only(args: argparse.Namespace) -> int:
-    """The queries at corpus size and the server's memory alone, on corpus/ ingested afresh, merged into the
-    existing results.json and results.md: their two sections and the targets table."""
+def _corpus_database(args: argparse.Namespace, name: str) -> tuple[str, LocalEmbedder, DatabaseTargets]:
+    """The benchmark's server, the local model loaded, and corpus/ ingested afresh into database `name` (its
+    vectors from the evals' cache where it has them), vacuumed and analysed."""
     from evals.cache import CachingEmbedder
     from evals.run import CACHE, ingest_corpus
 
-    results = json.loads((args.out / "results.json").read_text())
-    state = args.state
-    state.mkdir(exist_ok=True)
-    superuser = start_database(state, tuned=True)
+    args.state.mkdir(exist_ok=True)
+    superuser = start_database(args.state, tuned=True)
     model = LocalEmbedder()
     model.load()
-    targets = fresh_database(superuser, "bench_corpus", model.space)
+    targets = fresh_database(superuser, name, model.space)
     ingest_corpus(targets, CachingEmbedder(model, CACHE / "eval-vectors.npz"), prefix=True)
     with psycopg.connect(targets.owner, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE")
+    return superuser, model, targets
+
+
+def corpus_only(args: argparse.Namespace) -> int:
+    """The queries at corpus size and the server's memory alone, on corpus/ ingested afresh, merged into the
+    existing results.json and results.md: their two sections and the targets table."""
+    results = json.loads((args.out / "results.json").read_text())
+    _, model, targets = _corpus_database(args, "bench_corpus")
     print("corpus size: queries, memory ...", flush=True)
     load_before = os.getloadavg()[0]
     queries = corpus.query_benchmarks(targets, model, rounds=10 if args.quick else 130)
@@ -339,20 +346,9 @@ def corpus_only(args: argparse.Namespace) -> int:
 
 def versions_only(args: argparse.Namespace) -> int:
     """The point-in-time part alone (corpus size and --scales), merged into the existing results.json."""
-    from evals.cache import CachingEmbedder
-    from evals.run import CACHE, ingest_corpus
-
     started = time.perf_counter()
     results = json.loads((args.out / "results.json").read_text())
-    state = args.state
-    state.mkdir(exist_ok=True)
-    superuser = start_database(state, tuned=True)
-    model = LocalEmbedder()
-    model.load()
-    targets = fresh_database(superuser, "bench_versions", model.space)
-    ingest_corpus(targets, CachingEmbedder(model, CACHE / "eval-vectors.npz"), prefix=True)
-    with psycopg.connect(targets.owner, autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE")
+    superuser, model, targets = _corpus_database(args, "bench_versions")
     print("corpus size: current and as_of ...", flush=True)
     measured: dict[str, Any] = {"corpus": versions.corpus_benchmark(targets, model, load_golden(), repeat=3)}
     measured["scale"] = []

@@ -10,15 +10,16 @@ import sys
 from tests.conftest import REPO
 
 
-def test_the_quick_benchmark_runs_every_part_and_writes_its_results(tmp_path):
+def run_quietly(module: str, *arguments: str) -> None:
+    """`python -m module arguments...` from the repository, which must exit 0."""
     result = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--out", str(tmp_path)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
+        [sys.executable, "-m", module, *arguments], cwd=REPO, capture_output=True, text=True, timeout=600
     )
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_the_quick_benchmark_runs_every_part_and_writes_its_results(tmp_path):
+    run_quietly("bench", "--quick", "--out", str(tmp_path))
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["quick"] is True and results["machine"]["pgvector"].startswith("0.8")
     ingest = results["ingest"]
@@ -58,14 +59,7 @@ def test_the_quick_benchmark_runs_every_part_and_writes_its_results(tmp_path):
     assert "## OpenAI embedder: requests in flight and the rate limit" in (tmp_path / "results.md").read_text()
     # One part alone merges into those results: its sections and the targets table, nothing else.
     before = (tmp_path / "results.md").read_text()
-    alone = subprocess.run(
-        [sys.executable, "-m", "bench", "--parts", "corpus", "--quick", "--out", str(tmp_path)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert alone.returncode == 0, alone.stderr[-3000:]
+    run_quietly("bench", "--parts", "corpus", "--quick", "--out", str(tmp_path))
     merged = json.loads((tmp_path / "results.json").read_text())
     assert merged["corpus_queries"]["command"] == "python -m bench --parts corpus --quick"
     assert merged["corpus_queries"]["tool_call_end_to_end_ms"]["n"] == 10
@@ -82,14 +76,7 @@ def test_the_quick_benchmark_runs_every_part_and_writes_its_results(tmp_path):
 def test_the_vector_storage_comparison_runs_and_merges_its_section(tmp_path):
     (tmp_path / "results.json").write_text("{}")
     (tmp_path / "results.md").write_text("# Benchmarks\n\n## What to configure at 100k, 1M and 10M chunks\n\nkept\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "bench.vector_storage", "--quick", "--out", str(tmp_path)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_quietly("bench.vector_storage", "--quick", "--out", str(tmp_path))
     measured = json.loads((tmp_path / "results.json").read_text())["vector_storage"]
     assert set(measured["sizes"]) == {"EXTENDED", "MAIN"} and len(measured["queries"]) == 9
     # The in-row copy keeps its 1,024-d vectors out of TOAST: what the comparison is about.
