@@ -3,6 +3,8 @@ a real PDF written in the test with pymupdf, the library the parser reads it wit
 
 from __future__ import annotations
 
+from typing import Any
+
 import pymupdf
 import pytest
 
@@ -30,19 +32,26 @@ def ledger_row(page: int, row: int) -> str:
     return f"2026-03-{day:02d} Wire to vendor {page * ROWS + row} {amount}.00"
 
 
+def _headed_page(document: Any, number: int) -> tuple[Any, list[tuple[str, float, str]]]:
+    """A new page `number` (from 1) with the running header 'ACME Confidential — Page N', and the lines (text,
+    size, font) to set below it: on page 1, the title and the header block."""
+    page = document.new_page()
+    writer = pymupdf.TextWriter(page.rect)  # a Unicode font, for the em dash
+    writer.append((72, 30), f"ACME Confidential — Page {number}", fontsize=9)
+    writer.write_text(page)
+    lines: list[tuple[str, float, str]] = []
+    if number == 1:
+        lines += [(FIELDS["Title"], 20, "hebo"), ("Document control", 11, "helv")]
+        lines += [(f"{label}: {value}", 11, "helv") for label, value in FIELDS.items()]
+    return page, lines
+
+
 def ledger_pdf(*, footer: bool) -> bytes:
     """Each page: the running header 'ACME Confidential — Page N', then (after page 1) an 'Article N' heading
     at the top, then ledger rows down to the page's last line, or to a page-number footer."""
     document = pymupdf.open()
     for number in range(PAGES):
-        page = document.new_page()
-        writer = pymupdf.TextWriter(page.rect)  # a Unicode font, for the em dash
-        writer.append((72, 30), f"ACME Confidential — Page {number + 1}", fontsize=9)
-        writer.write_text(page)
-        lines: list[tuple[str, float, str]] = []
-        if number == 0:
-            lines += [(FIELDS["Title"], 20, "hebo"), ("Document control", 11, "helv")]
-            lines += [(f"{label}: {value}", 11, "helv") for label, value in FIELDS.items()]
+        page, lines = _headed_page(document, number + 1)
         lines += [(f"Article {number + 1}", 14, "hebo"), ("Batch reference", 11, "helv")]
         lines.append((f"{4471093 + number}", 11, "helv"))  # a line of digits only, in the body
         lines += [(ledger_row(number, row), 11, "helv") for row in range(ROWS)]
@@ -102,14 +111,7 @@ def report_pdf(pages: int) -> bytes:
     the footer 'Page N of M'."""
     document = pymupdf.open()
     for number in range(1, pages + 1):
-        page = document.new_page()
-        writer = pymupdf.TextWriter(page.rect)  # a Unicode font, for the em dash
-        writer.append((72, 30), f"ACME Confidential — Page {number}", fontsize=9)
-        writer.write_text(page)
-        lines: list[tuple[str, float, str]] = []
-        if number == 1:
-            lines += [(FIELDS["Title"], 20, "hebo"), ("Document control", 11, "helv")]
-            lines += [(f"{label}: {value}", 11, "helv") for label, value in FIELDS.items()]
+        page, lines = _headed_page(document, number)
         lines.append((f"{number}. Transfers", 14, "hebo"))
         lines += [(f"Transfer {number}-{row} was reconciled by the payments desk.", 11, "helv") for row in range(10)]
         y = 80.0
