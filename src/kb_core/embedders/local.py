@@ -5,13 +5,15 @@ windows of at most 254 pieces (plus [CLS] and [SEP]) that overlap by 32, each wi
 the text's vector is the token-weighted mean of its windows' vectors, normalised. `Embeddings.windows`
 says how many windows each text took.
 
-Two ways to run the same model, same vectors (measured on the corpus's 1,169 texts, 2 cores):
-- for queries (the server): one call at a time spread over the cores, int8 weights widened to float inside
-  each call. A question embeds in ~12 ms and the server stays near 300 MB.
-- in bulk (ingest): one call per core at once, each on one core, weights widened once at load (+120 MB).
-  ONNX Runtime's threads synchronise per operator, so one call over 2 cores is little faster than on one and
-  fights the ingest's parse thread for both; and widening the weights in every call costs each concurrent
-  call ~55 MB and ~10 ms. The corpus's texts embed in 30 s instead of 45 s (measured side by side).
+The int8 weights are widened to float once, at load (ONNX Runtime's constant folding: +120 MB), not in
+every call (~10 ms and ~55 MB a call). Two ways to run the same model, same vectors (measured on the
+corpus's 1,169 texts and the golden questions, 2 cores):
+- for queries (the server): one call at a time spread over the cores. The search tool's p95 at corpus size
+  fell from 44 to 26 ms with the weights widened once; the server holds ~300 MB idle and ~310 MB at the peak
+  of 8 concurrent clients (`python -m bench --parts corpus`).
+- in bulk (ingest): one call per core at once, each on one core. ONNX Runtime's threads synchronise per
+  operator, so one call over 2 cores is little faster than on one and fights the ingest's parse thread for
+  both. The corpus's texts embed in 30 s instead of 45 s (measured side by side).
 """
 
 from __future__ import annotations
@@ -121,16 +123,10 @@ class LocalEmbedder:
             options.inter_op_num_threads = 1
             options.log_severity_level = 3
             # Memory: a planned memory pattern per input shape grows the arena with every new batch width (+70 MB
-            # over the corpus). Constant folding widens the int8 weights to float once (+120 MB): the server
-            # does without (each call widens them again, ~10 ms); in bulk it pays, see the module's docstring.
+            # over the corpus). Constant folding (on by default) widens the int8 weights once: the module's docstring.
             options.enable_mem_pattern = False
             self._tokenizer = tokenizer
-            self._session = ort.InferenceSession(
-                str(model_path),
-                options,
-                providers=["CPUExecutionProvider"],
-                disabled_optimizers=[] if self._bulk else ["ConstantFolding"],
-            )
+            self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
             self._cls = _special(tokenizer, "[CLS]")
             self._sep = _special(tokenizer, "[SEP]")
 
