@@ -53,8 +53,10 @@ def queue(local_aws) -> Queue:
     settings = AwsSettings(
         AWS_ENDPOINT_URL=local_aws.endpoint_url,
         KB_CORPUS_BUCKET=f"corpus-{os.getpid()}-{n}",
-        KB_INGEST_QUEUE=f"ingest-{n}",
-        KB_INGEST_DLQ=f"dlq-{n}",
+        # Each test process (pytest-xdist runs two) may share the one moto server: names carry the process id,
+        # or two processes' tests would send to, receive from and purge each other's queues.
+        KB_INGEST_QUEUE=f"ingest-{os.getpid()}-{n}",
+        KB_INGEST_DLQ=f"dlq-{os.getpid()}-{n}",
         KB_QUEUE_VISIBILITY_TIMEOUT_S=2,
         KB_WORKER_WAIT_TIME_S=1,
     )
