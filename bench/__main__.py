@@ -297,14 +297,14 @@ def storage_only(args: argparse.Namespace) -> int:
     return 0
 
 
-def _corpus_database(args: argparse.Namespace, name: str) -> tuple[str, LocalEmbedder, DatabaseTargets]:
-    """The benchmark's server, the local model loaded, and corpus/ ingested afresh into database `name` (its
-    vectors from the evals' cache where it has them), vacuumed and analysed."""
+def _corpus_database(state: Path, name: str) -> tuple[str, LocalEmbedder, DatabaseTargets]:
+    """The benchmark's server in `state`, the local model loaded, and corpus/ ingested afresh into database
+    `name` (its vectors from the evals' cache where it has them), vacuumed and analysed."""
     from evals.cache import CachingEmbedder
     from evals.run import CACHE, ingest_corpus
 
-    args.state.mkdir(exist_ok=True)
-    superuser = start_database(args.state, tuned=True)
+    state.mkdir(exist_ok=True)
+    superuser = start_database(state, tuned=True)
     model = LocalEmbedder()
     model.load()
     targets = fresh_database(superuser, name, model.space)
@@ -318,7 +318,18 @@ def corpus_only(args: argparse.Namespace) -> int:
     """The queries at corpus size and the server's memory alone, on corpus/ ingested afresh, merged into the
     existing results.json and results.md: their two sections and the targets table."""
     results = json.loads((args.out / "results.json").read_text())
-    _, model, targets = _corpus_database(args, "bench_corpus")
+    # Quick (the test suite's run): a server of its own, stopped and removed after, as the quick full run's.
+    state = Path(tempfile.mkdtemp(prefix="kosha-kb-bench-")) if args.quick else args.state
+    try:
+        return _corpus_part(args, results, state)
+    finally:
+        if args.quick:
+            EmbeddedPostgres(state).stop()
+            shutil.rmtree(state, ignore_errors=True)
+
+
+def _corpus_part(args: argparse.Namespace, results: dict[str, Any], state: Path) -> int:
+    _, model, targets = _corpus_database(state, "bench_corpus")
     print("corpus size: queries, memory ...", flush=True)
     load_before = os.getloadavg()[0]
     queries = corpus.query_benchmarks(targets, model, rounds=10 if args.quick else 130)
@@ -348,7 +359,7 @@ def versions_only(args: argparse.Namespace) -> int:
     """The point-in-time part alone (corpus size and --scales), merged into the existing results.json."""
     started = time.perf_counter()
     results = json.loads((args.out / "results.json").read_text())
-    superuser, model, targets = _corpus_database(args, "bench_versions")
+    superuser, model, targets = _corpus_database(args.state, "bench_versions")
     print("corpus size: current and as_of ...", flush=True)
     measured: dict[str, Any] = {"corpus": versions.corpus_benchmark(targets, model, load_golden(), repeat=3)}
     measured["scale"] = []
