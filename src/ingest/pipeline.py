@@ -25,7 +25,7 @@ from ingest.chunker import chunk_document
 from ingest.document import Header, ParseError
 from ingest.injection import scan_chunk
 from ingest.parsers import FORMATS, parse_document
-from ingest.parsers.budget import PARSE_LIMIT_SETTING, Deadline
+from ingest.parsers.budget import Deadline, ParseLimit
 from ingest.parsers.parse_server import start_parse_server
 from ingest.upsert import (
     PreparedChunk,
@@ -180,25 +180,10 @@ class Ingestor:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def ingest(
-        self,
-        data: bytes,
-        *,
-        name: str,
-        source_uri: str,
-        max_parse_seconds: float | None = None,
-        parse_limit_setting: str = PARSE_LIMIT_SETTING,
-    ) -> IngestResult:
-        """One file, start to end, in this thread. `max_parse_seconds`: this file's parse budget instead of
-        KB_MAX_PARSE_SECONDS (the Lambda worker's, cut to its invocation's time left), named in a time-out as
-        `parse_limit_setting`."""
-        admitted = self._admit(
-            data,
-            name=name,
-            source_uri=source_uri,
-            max_parse_seconds=max_parse_seconds,
-            parse_limit_setting=parse_limit_setting,
-        )
+    def ingest(self, data: bytes, *, name: str, source_uri: str, limit: ParseLimit | None = None) -> IngestResult:
+        """One file, start to end, in this thread. `limit`: this file's parse budget instead of
+        KB_MAX_PARSE_SECONDS (the Lambda worker's, cut to its invocation's time left)."""
+        admitted = self._admit(data, name=name, source_uri=source_uri, limit=limit)
         parsed = admitted if isinstance(admitted, _Parsed) else admitted()
         return self._store(self._claim(parsed, _run_now, {}), {})
 
@@ -207,13 +192,7 @@ class Ingestor:
     # parsing and embedding run in other threads and touch no connection.
 
     def _admit(
-        self,
-        data: bytes,
-        *,
-        name: str,
-        source_uri: str,
-        max_parse_seconds: float | None = None,
-        parse_limit_setting: str = PARSE_LIMIT_SETTING,
+        self, data: bytes, *, name: str, source_uri: str, limit: ParseLimit | None = None
     ) -> _Parsed | Callable[[], _Parsed]:
         """Hash the bytes and look them up: a finished outcome, or the parse still to run (on any thread)."""
         started = time.perf_counter()
@@ -226,26 +205,26 @@ class Ingestor:
             return _Parsed(source_uri, sha256, started, failure=_reason(exc))
         if known is not None:
             return _Parsed(source_uri, sha256, started, known=known)
-        seconds = self.max_parse_seconds if max_parse_seconds is None else max_parse_seconds
-        return functools.partial(self._parse, data, name, source_uri, sha256, started, seconds, parse_limit_setting)
+        limit = limit or ParseLimit(self.max_parse_seconds)
+        return functools.partial(self._parse, data, name, source_uri, sha256, started, limit)
 
     def _parse(
-        self, data: bytes, name: str, source_uri: str, sha256: str, started: float, seconds: float, setting: str
+        self, data: bytes, name: str, source_uri: str, sha256: str, started: float, limit: ParseLimit
     ) -> _Parsed:
         """Parse, chunk and scan: CPU work alone, no database. KB_MAX_PARSE_SECONDS covers all three: scanning
         a chunk costs a few milliseconds, so a file of many thousand chunks could otherwise run past the
         worker's timeout after its parse finished in time."""
         mark = time.perf_counter()
-        deadline = Deadline(seconds, setting)
+        deadline = Deadline(limit.seconds, limit.setting)
         try:
             document = parse_document(
                 data,
                 name,
                 max_bytes=self.max_bytes,
                 max_decompressed_bytes=self.max_decompressed_bytes,
-                max_parse_seconds=seconds,
+                max_parse_seconds=limit.seconds,
                 max_parse_memory_bytes=self.max_parse_memory_bytes,
-                parse_limit_setting=setting,
+                parse_limit_setting=limit.setting,
             )
         except ParseError as exc:
             return _Parsed(source_uri, sha256, started, failure=_reason(exc))

@@ -14,11 +14,21 @@ import io
 import time
 import zipfile
 import zlib
+from dataclasses import dataclass
 
 from ingest.document import ParseError
 
 _READ = 1 << 20  # bytes inflated per read: memory stays at one slice, whatever an entry holds
 PARSE_LIMIT_SETTING = "KB_MAX_PARSE_SECONDS"  # a parse limit cut shorter names its cut as well (ingest.worker)
+
+
+@dataclass(frozen=True)
+class ParseLimit:
+    """One file's parse-time budget and what set it, as a time-out names it (KB_MAX_PARSE_SECONDS, or that
+    cut to a Lambda invocation's time left)."""
+
+    seconds: float
+    setting: str = PARSE_LIMIT_SETTING
 
 
 def check_package_size(data: bytes, budget: int, kind: str) -> None:

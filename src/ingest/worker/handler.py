@@ -18,6 +18,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from ingest.parsers.budget import ParseLimit
 from ingest.pipeline import Ingestor, IngestResult
 from ingest.worker.invocation_deadline import (
     MIN_PARSE_SECONDS,
@@ -123,13 +124,8 @@ class RecordProcessor:
         full = self.ingestor.max_parse_seconds
         if budget >= full:
             return self.ingestor.ingest(data, name=change.key, source_uri=change.uri)
-        return self.ingestor.ingest(
-            data,
-            name=change.key,
-            source_uri=change.uri,
-            max_parse_seconds=max(budget, self._least_budget()),
-            parse_limit_setting=cut_setting(full, self.reserve_s),
-        )
+        limit = ParseLimit(max(budget, self._least_budget()), cut_setting(full, self.reserve_s))
+        return self.ingestor.ingest(data, name=change.key, source_uri=change.uri, limit=limit)
 
 
 def make_handler(processor: RecordProcessor) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
