@@ -845,6 +845,9 @@ def aws_outage(
         wait_until(lambda: all(stored_documents(owner, c) for c in first), 120, "all three documents", poll=0.2)
         all_in = timeline.mark("all three ingested") - up
         del down
+        # Stored is not yet deleted: hold only once the first batch's deletes are through, or the hold below
+        # catches a first-batch delete and the batch "in hand" is one the worker has not even received.
+        wait_until(lambda: queue.depth() == (0, 0), 60, "the first batch's deletes", poll=0.2)
 
         proxy.hold()
         for code in second:
