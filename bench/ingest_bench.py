@@ -116,6 +116,7 @@ def render(ingest: dict[str, Any] | None) -> list[str]:
             f"Median: the pipeline adds {ingest['overhead_vs_embedding_alone'] * 100:.1f}% to its embedding calls "
             f"(target ≤ {(TARGET_RATIO - 1) * 100:.0f}%).",
             "",
+            *_where_the_time_goes(ingest["rounds"]),
             *_across_runs(ingest),
         ]
     else:
@@ -125,6 +126,40 @@ def render(ingest: dict[str, Any] | None) -> list[str]:
             "",
         ]
     return lines
+
+
+def _where_the_time_goes(rounds: list[dict[str, Any]]) -> list[str]:
+    """The extra wall time split into the machine's extra busy and idle core-seconds (wall × cores = busy +
+    idle): work the pipeline does besides embedding, and cores left waiting on a stage."""
+    measured = [r for r in rounds if "cold_busy_s" in r]
+    if not measured:
+        return []
+    rows = []
+    for n, r in enumerate(measured, start=1):
+        extra_busy, extra_idle = r["cold_busy_s"] - r["alone_busy_s"], r["cold_idle_s"] - r["alone_idle_s"]
+        rows.append(
+            f"| {n} | {r['alone_busy_s']:.1f} / {r['alone_idle_s']:.1f} | {r['cold_busy_s']:.1f} / "
+            f"{r['cold_idle_s']:.1f} | {extra_busy:+.1f} | {extra_idle:+.1f} | "
+            f"{(extra_busy / r['cores']) / r['embed_alone_s'] * 100:+.1f}% | "
+            f"{(extra_idle / r['cores']) / r['embed_alone_s'] * 100:+.1f}% |"
+        )
+    cores = measured[0]["cores"]
+    work = median((r["cold_busy_s"] - r["alone_busy_s"]) / r["cores"] / r["embed_alone_s"] for r in measured)
+    waiting = median((r["cold_idle_s"] - r["alone_idle_s"]) / r["cores"] / r["embed_alone_s"] for r in measured)
+    return [
+        f"Where the added time goes: the machine's busy and idle core-seconds (all {cores} cores, every process: "
+        "this one, the parse server's children, PostgreSQL, and whatever else ran) over each measurement. Wall time "
+        f"× {cores} = busy + idle, so the ingest's added wall time is its extra busy core-seconds (work besides "
+        f"the embedding calls) plus its extra idle ones (cores waiting on a stage), each over {cores} cores:",
+        "",
+        "| round | embedding alone: busy / idle core-s | cold ingest: busy / idle core-s | extra busy | extra idle "
+        "| busy ÷ cores, % of embedding | idle ÷ cores, % of embedding |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+        f"Median: the extra work adds {work * 100:.1f}% and the idle cores {waiting * 100:.1f}%.",
+        "",
+    ]
 
 
 EARLIER_RUNS_KEPT = 6

@@ -8,8 +8,12 @@ import json
 import multiprocessing
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import TypeVar
+
+import psutil
 
 from ingest.chunker import chunk_document
 from ingest.parsers import parse_document
@@ -17,6 +21,8 @@ from ingest.pipeline import Ingestor, document_files, ingest_files
 from kb_core.embedders.local import LocalEmbedder
 from kb_core.process_memory import limit_malloc_arenas
 from kb_core.settings import AwsSettings
+
+T = TypeVar("T")
 
 
 def embedding_batches(files: list[Path]) -> list[list[str]]:
@@ -33,6 +39,15 @@ def embedding_batches(files: list[Path]) -> list[list[str]]:
     return batches
 
 
+def machine_cpu() -> tuple[float, float]:
+    """(busy, idle) CPU seconds of the whole machine so far, over every core: between two readings, wall time
+    × cores = busy + idle. Idle counts a core waiting on I/O too; guest time is inside user time already."""
+    t = psutil.cpu_times()
+    idle = t.idle + getattr(t, "iowait", 0.0)
+    busy = sum(t) - idle - getattr(t, "guest", 0.0) - getattr(t, "guest_nice", 0.0)
+    return busy, idle
+
+
 def main(conninfos: list[str], folder: str, limit: int) -> None:
     limit_malloc_arenas()  # as `kb ingest` and the worker do
     files = document_files([Path(folder)])[0][:limit]
@@ -46,26 +61,44 @@ def main(conninfos: list[str], folder: str, limit: int) -> None:
     load_s = time.perf_counter() - started
     embedder.embed(["warm-up"])
 
-    def embed_alone() -> float:
+    def timed(work: Callable[[], T]) -> tuple[T, dict[str, float]]:
+        """`work`'s result, and its wall seconds with the machine's busy and idle core-seconds meanwhile."""
+        busy, idle = machine_cpu()
         started = time.perf_counter()
+        result = work()
+        wall = time.perf_counter() - started
+        busy_after, idle_after = machine_cpu()
+        return result, {"wall": wall, "busy": busy_after - busy, "idle": idle_after - idle}
+
+    def embed_alone() -> None:
         for batch in batches:
             embedder.embed(batch)
-        return time.perf_counter() - started
 
     rounds = []
     for number, conninfo in enumerate(conninfos):
         with Ingestor.from_settings(conninfo, embedder, limits) as ingestor:
-            alone = embed_alone() if number % 2 == 0 else None
-            started = time.perf_counter()
-            results = list(ingest_files(ingestor, files))
-            cold_s = time.perf_counter() - started
-            alone = embed_alone() if alone is None else alone
+            alone = timed(embed_alone)[1] if number % 2 == 0 else None
+            results, cold = timed(lambda: list(ingest_files(ingestor, files)))
+            alone = timed(embed_alone)[1] if alone is None else alone
             if number == 0:
                 first = results
                 started = time.perf_counter()
                 again = list(ingest_files(ingestor, files))
                 unchanged_s = time.perf_counter() - started
-        rounds.append({"embed_alone_s": round(alone, 2), "cold_s": round(cold_s, 2), "ratio": round(cold_s / alone, 3)})
+        rounds.append(
+            {
+                "embed_alone_s": round(alone["wall"], 2),
+                "cold_s": round(cold["wall"], 2),
+                "ratio": round(cold["wall"] / alone["wall"], 3),
+                # Where the extra wall time goes: wall × cores = busy + idle, so the difference between the two
+                # runs is the pipeline's work besides embedding (busy) plus the cores it leaves waiting (idle).
+                "cores": psutil.cpu_count(),
+                "alone_busy_s": round(alone["busy"], 2),
+                "alone_idle_s": round(alone["idle"], 2),
+                "cold_busy_s": round(cold["busy"], 2),
+                "cold_idle_s": round(cold["idle"], 2),
+            }
+        )
     parts = {k: round(sum(r.timings.get(k, 0.0) for r in first), 2) for k in ("parse", "embed", "store")}
     print(
         json.dumps(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.ingest_bench import EARLIER_RUNS_KEPT, _across_runs, carry_history
+from bench.ingest_bench import EARLIER_RUNS_KEPT, _across_runs, _where_the_time_goes, carry_history
 
 
 def _run(commit: str, *ratios: float) -> dict:
@@ -37,3 +37,12 @@ def test_the_report_gives_each_earlier_runs_median_and_the_median_over_every_rou
     assert "10.0% (1 rounds, a), 16.0% (2 rounds, b)" in text
     assert "Over all 5 rounds of those runs and this one, the median is 14.0%" in text  # 1.10 1.12 1.14 1.20 1.30
     assert _across_runs(_run("d", 1.1)) == []  # no earlier run: nothing to add
+
+
+def test_the_added_time_is_split_into_extra_work_and_idle_cores_over_the_cores():
+    measured = {"embed_alone_s": 30.0, "cold_s": 35.0, "ratio": 1.167, "cores": 2}
+    measured |= {"alone_busy_s": 59.0, "alone_idle_s": 1.0, "cold_busy_s": 65.0, "cold_idle_s": 5.0}
+    text = "\n".join(_where_the_time_goes([measured]))
+    assert "| 1 | 59.0 / 1.0 | 65.0 / 5.0 | +6.0 | +4.0 | +10.0% | +6.7% |" in text  # 6 / 2 / 30, 4 / 2 / 30
+    assert "the extra work adds 10.0% and the idle cores 6.7%" in text
+    assert _where_the_time_goes([{"ratio": 1.1, "embed_alone_s": 30.0, "cold_s": 33.0}]) == []  # older runs
