@@ -8,6 +8,7 @@ chunks, and a failed file leaves the stored rows exactly as they were)."""
 from __future__ import annotations
 
 import time
+import zlib
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from ingest.parsers import FORMATS
 from tests.conftest import REPO
-from tests.security.ingest_checks import ingest_and_check, parse_or_reason
+from tests.security.ingest_checks import ingest_and_check, parse_or_reason, stored
 from tests.support.documents import markdown_document
 
 EXTENSIONS = sorted(FORMATS)
@@ -268,3 +269,60 @@ def test_a_pdf_ruled_into_a_huge_table_is_read_with_bounded_work(monkeypatch):
     reason = parse_or_reason(ruled_grid_pdf(), "grid.pdf")
     assert reason is not None  # no header block: it fails, with a reason
     assert clipped <= 500, f"{clipped} clipped re-reads of the page for one table (2,400 cells)"
+
+
+def flate_bomb_pdf(inflated_mb: int) -> bytes:
+    """A one-page PDF whose content stream is ~1 MB of Flate that inflates to `inflated_mb` MB of spaces (valid
+    page content: nothing to draw), with a correct cross-reference table, so the parser reads all of it."""
+    deflate = zlib.compressobj(1)
+    block = b" " * (1 << 20)
+    body = b"".join(deflate.compress(block) for _ in range(inflated_mb)) + deflate.flush()
+    objects = [
+        b"<</Type/Catalog/Pages 2 0 R>>",
+        b"<</Type/Pages/Kids[3 0 R]/Count 1>>",
+        b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Contents 4 0 R/Resources<<>>>>",
+        b"<</Length %d/Filter/FlateDecode>>stream\n" % len(body) + body + b"\nendstream",
+    ]
+    pdf, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, content in enumerate(objects, start=1):
+        offsets.append(len(pdf))
+        pdf += b"%d 0 obj\n" % number + content + b"\nendobj\n"
+    xref = len(pdf)
+    pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    pdf += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    pdf += b"trailer\n<</Size %d/Root 1 0 R>>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(pdf)
+
+
+@pytest.mark.timeout(60)
+def test_a_pdf_whose_stream_inflates_a_thousandfold_is_stopped_by_the_parse_budget_and_stores_nothing(
+    database, counting_embedder, monkeypatch
+):
+    """A 9 MB file inflating to 2 GB of page content, read by the PDF library in one call (several seconds):
+    the parse child, under its memory cap, is stopped at its hard stop (KB_MAX_PARSE_SECONDS, here 1 s, plus the
+    grace the parser has to notice the limit itself between pages, cut here from 10 s to 1 s to keep the test
+    short); the file fails alone with the setting named, and the ingestor and what is stored are untouched."""
+    from ingest.parsers import child
+    from ingest.pipeline import Ingestor
+
+    monkeypatch.setattr(child, "HARD_STOP_GRACE_S", 1.0)
+
+    bomb = flate_bomb_pdf(2048)
+    assert len(bomb) < 10_000_000
+    with Ingestor(
+        database.ingest,
+        counting_embedder,
+        max_bytes=25_000_000,
+        max_parse_seconds=1,
+        max_parse_memory_bytes=512 * 1024 * 1024,
+    ) as ingestor:
+        before = stored(database.owner)
+        started = time.perf_counter()
+        result = ingestor.ingest(bomb, name="bomb.pdf", source_uri="s3://hostile/bomb.pdf")
+        elapsed = time.perf_counter() - started
+        assert result.outcome == "failed" and "KB_MAX_PARSE_SECONDS" in (result.reason or ""), result.reason
+        assert elapsed < 8  # stopped at about 2 s, not read to its end
+        assert stored(database.owner) == before and counting_embedder.calls == 0
+        # The ingestor goes on: the next file is ingested as usual.
+        fine = markdown_document("CMP-SOP-938", sections={"1. Purpose": "Why this exists, in a sentence."})
+        assert ingestor.ingest(fine.encode(), name="fine.md", source_uri="s3://hostile/fine.md").outcome == "ingested"
