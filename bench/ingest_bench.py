@@ -146,6 +146,7 @@ def _where_the_time_goes(rounds: list[dict[str, Any]]) -> list[str]:
     cores = measured[0]["cores"]
     work = median((r["cold_busy_s"] - r["alone_busy_s"]) / r["cores"] / r["embed_alone_s"] for r in measured)
     waiting = median((r["cold_idle_s"] - r["alone_idle_s"]) / r["cores"] / r["embed_alone_s"] for r in measured)
+    processes = _by_process(measured)
     return [
         f"Where the added time goes: the machine's busy and idle core-seconds (all {cores} cores, every process: "
         "this one, the parse server's children, PostgreSQL, and whatever else ran) over each measurement. Wall time "
@@ -158,6 +159,36 @@ def _where_the_time_goes(rounds: list[dict[str, Any]]) -> list[str]:
         *rows,
         "",
         f"Median: the extra work adds {work * 100:.1f}% and the idle cores {waiting * 100:.1f}%.",
+        "",
+        *processes,
+    ]
+
+
+def _by_process(measured: list[dict[str, Any]]) -> list[str]:
+    """Whose the extra busy core-seconds were: the pipeline's (this process, the parse server, PostgreSQL) or
+    other processes' (load that is not the pipeline's, landing on one measurement and not the other)."""
+    measured = [r for r in measured if "cold_cpu_by_process_s" in r]
+    if not measured:
+        return []
+    groups = list(measured[0]["cold_cpu_by_process_s"])
+    extra = [{g: r["cold_cpu_by_process_s"][g] - r["alone_cpu_by_process_s"][g] for g in groups} for r in measured]
+    net = [r["ratio"] - 1 - e["other"] / r["cores"] / r["embed_alone_s"] for r, e in zip(measured, extra, strict=True)]
+    return [
+        "The extra busy core-seconds by process (cold ingest less embedding alone; a process's own CPU and its "
+        "reaped children's): this one (the embedding calls and the pipeline's threads: parsing's chunking and "
+        "injection scan, storing), the parse server with the child it forks per file, PostgreSQL, and every "
+        "other process on the machine:",
+        "",
+        "| round | " + " | ".join(groups) + " | pipeline's added time net of the other processes' |",
+        "|---|" + "---|" * len(groups) + "---|",
+        *(
+            f"| {n} | " + " | ".join(f"{e[g]:+.1f}" for g in groups) + f" | {x * 100:.1f}% |"
+            for n, (e, x) in enumerate(zip(extra, net, strict=True), start=1)
+        ),
+        "",
+        f"Median net of the other processes' extra load: the pipeline adds {median(net) * 100:.1f}% to its "
+        "embedding calls (their CPU over the cores taken off the measured ratio; what they cost the pipeline's "
+        "threads in cache and memory bandwidth is not).",
         "",
     ]
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import psutil
 
@@ -48,6 +49,34 @@ def machine_cpu() -> tuple[float, float]:
     return busy, idle
 
 
+GROUPS = ("this process", "parse server", "postgres", "other")
+
+
+def cpu_by_process() -> dict[str, float]:
+    """CPU seconds so far, own and reaped children's, of this process (the embedding calls and the pipeline's
+    threads), the parse server (and the children it forks per file), PostgreSQL's processes, and every other
+    process: whose work a measurement's busy core-seconds were."""
+    me = os.getpid()
+    groups = dict.fromkeys(GROUPS, 0.0)
+    for process in psutil.process_iter(["cmdline"]):
+        try:
+            times = process.cpu_times()
+        except psutil.Error:
+            continue
+        command = " ".join(process.info["cmdline"] or [])
+        group = (
+            "this process"
+            if process.pid == me
+            else "parse server"
+            if "ingest.parsers.parse_server" in command
+            else "postgres"
+            if "postgres" in command
+            else "other"
+        )
+        groups[group] += times.user + times.system + times.children_user + times.children_system
+    return groups
+
+
 def main(conninfos: list[str], folder: str, limit: int) -> None:
     limit_malloc_arenas()  # as `kb ingest` and the worker do
     files = document_files([Path(folder)])[0][:limit]
@@ -61,14 +90,17 @@ def main(conninfos: list[str], folder: str, limit: int) -> None:
     load_s = time.perf_counter() - started
     embedder.embed(["warm-up"])
 
-    def timed(work: Callable[[], T]) -> tuple[T, dict[str, float]]:
-        """`work`'s result, and its wall seconds with the machine's busy and idle core-seconds meanwhile."""
+    def timed(work: Callable[[], T]) -> tuple[T, dict[str, Any]]:
+        """`work`'s result, and its wall seconds with the machine's busy and idle core-seconds meanwhile, and
+        the busy ones by process."""
         busy, idle = machine_cpu()
+        processes = cpu_by_process()
         started = time.perf_counter()
         result = work()
         wall = time.perf_counter() - started
         busy_after, idle_after = machine_cpu()
-        return result, {"wall": wall, "busy": busy_after - busy, "idle": idle_after - idle}
+        by_process = {k: round(v - processes[k], 2) for k, v in cpu_by_process().items()}
+        return result, {"wall": wall, "busy": busy_after - busy, "idle": idle_after - idle, "by_process": by_process}
 
     def embed_alone() -> None:
         for batch in batches:
@@ -97,6 +129,8 @@ def main(conninfos: list[str], folder: str, limit: int) -> None:
                 "alone_idle_s": round(alone["idle"], 2),
                 "cold_busy_s": round(cold["busy"], 2),
                 "cold_idle_s": round(cold["idle"], 2),
+                "alone_cpu_by_process_s": alone["by_process"],
+                "cold_cpu_by_process_s": cold["by_process"],
             }
         )
     parts = {k: round(sum(r.timings.get(k, 0.0) for r in first), 2) for k in ("parse", "embed", "store")}

@@ -46,3 +46,14 @@ def test_the_added_time_is_split_into_extra_work_and_idle_cores_over_the_cores()
     assert "| 1 | 59.0 / 1.0 | 65.0 / 5.0 | +6.0 | +4.0 | +10.0% | +6.7% |" in text  # 6 / 2 / 30, 4 / 2 / 30
     assert "the extra work adds 10.0% and the idle cores 6.7%" in text
     assert _where_the_time_goes([{"ratio": 1.1, "embed_alone_s": 30.0, "cold_s": 33.0}]) == []  # older runs
+
+
+def test_the_extra_core_seconds_are_given_by_process_and_the_others_load_is_taken_off_the_ratio():
+    alone = {"this process": 56.0, "parse server": 0.0, "postgres": 0.2, "other": 0.5}
+    cold = {"this process": 62.0, "parse server": 3.0, "postgres": 1.7, "other": 6.5}
+    measured = {"embed_alone_s": 30.0, "cold_s": 36.0, "ratio": 1.2, "cores": 2}
+    measured |= {"alone_busy_s": 56.7, "alone_idle_s": 3.0, "cold_busy_s": 73.2, "cold_idle_s": 2.0}
+    measured |= {"alone_cpu_by_process_s": alone, "cold_cpu_by_process_s": cold}
+    text = "\n".join(_where_the_time_goes([measured]))
+    assert "| 1 | +6.0 | +3.0 | +1.5 | +6.0 | 10.0% |" in text  # 0.2 - 6 / 2 / 30
+    assert "the pipeline adds 10.0% to its embedding calls" in text
