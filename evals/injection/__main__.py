@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
-from evals.injection import baseline
+from evals.injection import baseline, public
 from evals.injection.corpus_part import PLANTED, document_chunks
 from evals.injection.data_set import HELDOUT_SHA256, Passage, load_part
 from ingest.chunker import chunk_document
@@ -82,6 +82,40 @@ def cost_per_chunk(texts: list[str]) -> dict[str, float]:
     return costs
 
 
+def public_section() -> list[str]:
+    """What each detector flags of the public collections, and per family what the scanner in use flags."""
+    passages = public.load()
+    collections = list(dict.fromkeys(p.collection for p in passages))
+    lines = [
+        "",
+        "## Public collections (never trained or tuned on)",
+        "",
+        "evals/injection/data/public (README.md there: sources and licences). Attacks flagged / attacks; benign",
+        "controls flagged / controls.",
+        "",
+        "| detector | " + " | ".join(f"{c}: attacks | {c}: controls" for c in collections) + " |",
+        "|---|" + "---:|---:|" * len(collections),
+    ]
+    for name, detector in DETECTORS.items():
+        cells = []
+        for collection in collections:
+            own = [p for p in passages if p.collection == collection]
+            attacks, controls = [p for p in own if p.attack], [p for p in own if not p.attack]
+            cells.append(f"{sum(detector(p.text) for p in attacks)}/{len(attacks)}")
+            cells.append(f"{sum(detector(p.text) for p in controls)}/{len(controls)}" if controls else "–")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    attacks = [p for p in passages if p.attack]
+    flagged = sum(DETECTORS[IN_USE](p.text) for p in attacks)
+    share = flagged / len(attacks)
+    lines += ["", f"Together, the scanner in use flags {flagged}/{len(attacks)} of their attacks ({share:.3f})."]
+    families: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    for p in passages:
+        families[(p.collection, p.family)].append(DETECTORS[IN_USE](p.text))
+    lines += ["", f"Per family, {IN_USE}:", "", "| collection | family | flagged |", "|---|---|---:|"]
+    lines += [f"| {c} | {f} | {sum(hits)}/{len(hits)} |" for (c, f), hits in sorted(families.items())]
+    return lines
+
+
 def main() -> None:
     parts = {part: load_part(part) for part in ("dev", "dev_extra", "heldout")}
     results = {(part, name): rates(passages, d) for part, passages in parts.items() for name, d in DETECTORS.items()}
@@ -129,6 +163,7 @@ def main() -> None:
                 n, total = results[(part, name)].get((label, kind), (0, 0))
                 cells.append(f"{n}/{total}")
         lines.append(f"| {label} | {kind} | " + " | ".join(cells) + " |")
+    lines += public_section()
     words = sum(len(t.split()) for t in chunks) / len(chunks)
     lines += ["", f"## Cost per chunk (ms, this machine; corpus chunks average {words:.0f} words)", ""]
     lines += ["| | " + " | ".join(costs) + " |", "|---|" + "---:|" * len(costs)]
@@ -189,8 +224,9 @@ def main() -> None:
         "  clauses' flags, 25% less CPU than reading every pair again.",
         "- `long_text` is left out of the classifier: length looked like a signal on dev (attacks embedded in long",
         "  prose) and flagged four benign corpus documents.",
-        "- Public labelled collections: none was brought into the repository (no packaged set with a licence that",
-        "  allows committing a sample was checked).",
+        "- Public labelled collections: two small MIT-licensed ones are in the repository (evals/injection/data/",
+        "  public; 'Public collections' above), never trained or tuned on. What the scanner in use flags of their",
+        "  attacks agrees with the held-out figure: it is about as far from the issue's 0.90 there.",
     ]
     REPORT.write_text("\n".join(lines) + "\n")
     print(f"wrote {REPORT}")
