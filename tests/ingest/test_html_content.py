@@ -160,6 +160,15 @@ def test_a_page_nesting_elements_ten_thousand_deep_is_refused_naming_its_line_be
     )
 
 
+def test_end_tags_that_close_nothing_do_not_hide_depth():
+    # Each </span> closes nothing (no span is open), so a tree builder ignores it and the <div>s nest 60,000
+    # deep; the quick count took every end tag off, found no depth, and the tree was built (4.4 s) and failed
+    # later, or ran to the time limit at a larger size.
+    body = "<h2>1. Scope</h2>\n<p>Intro.</p>\n" + "<div></span>" * 60_000 + "<p>deep</p>" + "</div>" * 60_000
+    with pytest.raises(ParseError, match=r"^line 3 of the HTML nests elements 10,000 or more deep"):
+        parse_document(page_of(body), "stray.html", max_bytes=10**8)
+
+
 def test_depth_is_counted_as_a_tree_builder_nests_so_wide_pages_with_implied_ends_pass():
     # 30,000 of each: paragraphs and list items left open, line breaks and images, spans closed by their
     # parent's end tag, and a script holding "<div>" text. None of it nests: the page parses.

@@ -328,8 +328,8 @@ def _most_unclosed(text: str) -> int:
     void elements and those whose end is implied (as the exact count does): in numpy over the 8 bytes after
     each "<", ~0.1 s for a page of a million tags. Every level of nesting needs a start tag that no end tag
     has closed yet, so this bounds the depth, and the pages below MAX_DEPTH (all real ones) skip the exact
-    count (~1 s for such a page). End tags that close nothing can hide depth from it: such a page still
-    meets the parse's time limit (KB_MAX_PARSE_SECONDS)."""
+    count (~1 s for such a page). An end tag counts only while a start tag of its name is unclosed, so end tags
+    that close nothing cannot hide depth from it."""
     if text.count("<") < MAX_DEPTH:  # every level needs a start tag
         return 0
     import numpy as np  # here: the parse server then holds numpy only after a page this large
@@ -345,8 +345,24 @@ def _most_unclosed(text: str) -> int:
     length = np.argmin(name_byte[name], axis=1)  # up to the first byte that is not a name's (8: longer)
     packed = np.where(np.arange(8) < length[:, None], name, 0).view("<u8").ravel()
     counted = is_letter & ~np.isin(packed, np.array(_NOT_NESTING_KEYS, dtype=np.uint64))
-    steps = (counted & ~closing).astype(np.int32) - (counted & closing)
-    return int(np.cumsum(steps).max(initial=0))
+    steps = np.where(closing[counted], -1, 1)
+    # An end tag lowers the count only while a start tag of its own name is unclosed: one that closes nothing
+    # is ignored by a tree builder, and so must not hide depth (a <div></span> repeated nests every <div>).
+    # Per name, in the text's order, the count held at zero is the running sum less its lowest point so far.
+    _, name_of = np.unique(packed[counted], return_inverse=True)
+    order = np.argsort(name_of, kind="stable")
+    name = name_of[order]  # 0, 1, …: np.unique numbers the names densely
+    running = np.cumsum(steps[order])
+    first = np.flatnonzero(np.r_[True, name[1:] != name[:-1]])
+    own = running - (running - steps[order])[first][name]  # each name's sum from its own first tag
+    apart = len(steps) + 1  # each name's lows set below every earlier name's, so one accumulate keeps them apart
+    low = np.minimum.accumulate(np.minimum(own, 0) - name * apart) + name * apart
+    held = own - low
+    change = held - np.r_[0, held[:-1]]
+    change[first] = held[first]
+    applied = np.empty_like(change)
+    applied[order] = change
+    return int(np.cumsum(applied).max(initial=0))
 
 
 def refuse_deep_nesting(text: str) -> None:
