@@ -349,9 +349,9 @@ def _most_unclosed(text: str) -> int:
     # An end tag lowers the count only while a start tag of its own name is unclosed: one that closes nothing
     # is ignored by a tree builder, and so must not hide depth (a <div></span> repeated nests every <div>).
     # Per name, in the text's order, the count held at zero is the running sum less its lowest point so far.
-    _, name_of = np.unique(packed[counted], return_inverse=True)
-    order = np.argsort(name_of, kind="stable")
-    name = name_of[order]  # 0, 1, …: np.unique numbers the names densely
+    keys = packed[counted]
+    order = np.argsort(keys, kind="stable")  # by name, each name's tags in the text's order
+    name = np.cumsum(np.r_[False, keys[order][1:] != keys[order][:-1]])  # 0, 1, …: the names numbered
     running = np.cumsum(steps[order])
     first = np.flatnonzero(np.r_[True, name[1:] != name[:-1]])
     own = running - (running - steps[order])[first][name]  # each name's sum from its own first tag
