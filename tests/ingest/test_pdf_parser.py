@@ -8,7 +8,7 @@ from typing import Any
 import pymupdf
 import pytest
 
-from ingest.document import Heading, Paragraph, ParseError, Table
+from ingest.document import HeaderError, Heading, Paragraph, ParseError, Table
 from ingest.parsers import parse_document, pdf
 
 FIELDS = {
@@ -261,6 +261,34 @@ def test_a_pdf_whose_header_and_text_sit_in_tables_is_read():
     with pytest.raises(ParseError) as refused:
         parse_document(only_tables.tobytes(), "grid.pdf", max_bytes=5_000_000)
     assert "no text layer" not in str(refused.value)  # it has one: all of it in a table
+
+
+def split_header_pdf(second_part: list[list[str]]) -> bytes:
+    """A title, then a header table whose first five rows end page 1 and `second_part` opens page 2, then a
+    numbered section."""
+    rows = [[label, value] for label, value in FIELDS.items()]
+    document = pymupdf.open()
+    page = document.new_page()
+    page.insert_text((72, 72), FIELDS["Title"], fontsize=20, fontname="hebo")
+    ruled_table(page, page.rect.height - 72 - 20 * 5, rows[:5])
+    page = document.new_page()
+    y = ruled_table(page, 72, second_part) + 20
+    page.insert_text((72, y + 14), "1. Limits", fontsize=14, fontname="hebo")
+    page.insert_text((72, y + 40), "Each desk keeps to its limit every day.", fontsize=10, fontname="helv")
+    return document.tobytes()
+
+
+def test_a_header_table_split_by_a_page_break_is_read_as_one():
+    rows = [[label, value] for label, value in FIELDS.items()]
+    parsed = parse_document(split_header_pdf(rows[5:]), "split.pdf", max_bytes=5_000_000)
+    assert (parsed.header.doc_code, parsed.header.owner) == ("PAY-REF-961", "Payments Operations Lead")
+    assert (parsed.header.department, parsed.header.classification.value) == ("payments", "internal")
+    assert not [b for b in parsed.blocks if isinstance(b, Table)]  # neither part is left in the body
+    assert Paragraph("Each desk keeps to its limit every day.") in parsed.blocks
+    # A table on the next page naming a field the first part has is a second header block, not the rest.
+    again = [["Classification", "restricted"], *rows[5:]]
+    with pytest.raises(HeaderError, match="two header blocks"):
+        parse_document(split_header_pdf(again), "twice.pdf", max_bytes=5_000_000)
 
 
 def test_a_heading_set_on_two_lines_is_one_heading_but_two_numbered_headings_stay_two():

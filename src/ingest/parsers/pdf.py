@@ -11,8 +11,9 @@
   continued on the next page under a repeated header is joined.
 - A page set in two columns is read down each column in turn.
 - The header block is the `Document control` line and the `Label: value` lines after it, or a ruled
-  two-column table of labels and values before the first numbered heading. A second one anywhere (another
-  `Document control` line followed by a header field, or another such table) refuses the file.
+  two-column table of labels and values before the first numbered heading (the rest of it on the next page,
+  when a page break splits it, joins it). A second one anywhere (another `Document control` line followed by
+  a header field, or another such table) refuses the file.
 - Lines at the top or bottom of most pages that repeat verbatim, or with only the page number changing,
   are running headers and footers, and are dropped.
 - A cut-off file is refused, and a parse-time budget is checked page by page.
@@ -385,7 +386,10 @@ def _header_block(
                 break
             fields = _table_fields(table.rows)
             if len(set(fields) & set(FIELDS)) >= 3:
-                others = [t for t in tables if t is not table]
+                rest = _rest_of_header_table(table, fields, tables, lines, heading_rank)
+                if rest is not None:
+                    fields |= _table_fields(rest.rows)
+                others = [t for t in tables if t is not table and t is not rest]
                 _refuse_second_header(f"the header table on page {table.page + 1}", lines, 0, others, heading_rank)
                 return fields, lines, others
         raise HeaderError(
@@ -396,6 +400,33 @@ def _header_block(
     first = f"the 'Document control' lines on page {lines[start].page + 1}"
     _refuse_second_header(first, lines, end, tables, heading_rank)
     return raw, lines[:start] + lines[end:], tables
+
+
+def _rest_of_header_table(
+    table: _TableAt,
+    fields: dict[str, object],
+    tables: list[_TableAt],
+    lines: list[_Line],
+    heading_rank: Callable[[_Line], float | None],
+) -> _TableAt | None:
+    """The rest of a header table that a page break split: the next table, on the next page with no heading
+    before it, of two columns whose every row is a header field the first part lacks. A table naming a
+    field again is a second header block, refused as such."""
+    later = [t for t in tables if (t.page, t.top) > (table.page, table.top)]
+    if not later:
+        return None
+    rest = min(later, key=lambda t: (t.page, t.top))
+    if rest.page != table.page + 1 or any(len(row) != 2 for row in rest.rows):
+        return None
+    names = [field_key(row[0]) for row in rest.rows]
+    if any(name not in FIELDS or name in fields for name in names) or len(set(names)) != len(names):
+        return None
+    between = (
+        line
+        for line in lines
+        if (table.page, table.top) < (line.page, line.top) < (rest.page, rest.top) and heading_rank(line) is not None
+    )
+    return None if any(True for _ in between) else rest
 
 
 def _is_control_line(line: _Line) -> bool:
