@@ -11,7 +11,7 @@ import docx
 import psycopg
 import pytest
 
-from ingest.document import Heading, Paragraph, ParsedDocument, ParseError, Table
+from ingest.document import HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
 from ingest.parsers import parse_document
 
 FIELDS = {
@@ -244,6 +244,40 @@ def test_header_values_inside_content_controls_are_read():
         "internal",
     )
     assert header.owner == "Compliance Lead"
+
+
+def placeholder_control(*inner: str) -> str:
+    """A content control nobody filled in: Word shows (and stores) its prompt with w:showingPlcHdr set."""
+    return (
+        '<w:sdt><w:sdtPr><w:alias w:val="Owner"/><w:showingPlcHdr/></w:sdtPr>'
+        f"<w:sdtContent>{''.join(inner)}</w:sdtContent></w:sdt>"
+    )
+
+
+def test_content_controls_still_showing_their_placeholder_are_not_read_as_text():
+    prompt = "Click or tap here to enter text."
+    body = "".join(
+        [
+            paragraph(run("1. Escalation"), style="Heading1"),
+            paragraph(run("Breaks are escalated to "), placeholder_control(run(prompt)), run(" at once.")),
+            placeholder_control(paragraph(run(prompt))),  # a block-level one
+            paragraph(run("Filled in: "), inline_control(run("the Treasury lead."))),
+        ]
+    )
+    document = parse_document(
+        with_body_xml(docx_bytes(), header_table(in_controls=True), body), "t.docx", max_bytes=5_000_000
+    )
+    texts = [b.text for b in document.blocks if isinstance(b, Paragraph)]
+    assert "Breaks are escalated to at once." in texts and "Filled in: the Treasury lead." in texts
+    assert not any(prompt in t for t in texts)
+    # An unfilled header field is missing, not valued with the template's prompt.
+    unfilled = header_table(in_controls=True).replace(
+        f"<w:tc>{paragraph(inline_control(run(FIELDS['Owner'])))}</w:tc>",
+        f"<w:tc>{paragraph(placeholder_control(run(prompt)))}</w:tc>",
+    )
+    assert unfilled != header_table(in_controls=True)
+    with pytest.raises(HeaderError, match="Owner"):
+        parse_document(with_body_xml(docx_bytes(), unfilled, body), "unfilled.docx", max_bytes=5_000_000)
 
 
 def sections(document: ParsedDocument) -> list[tuple[str, list[str]]]:

@@ -124,14 +124,20 @@ _TRANSPARENT = frozenset(
 )
 
 
+_SDT = qn("w:sdt")
+_SHOWING_PLACEHOLDER = f"{qn('w:sdtPr')}/{qn('w:showingPlcHdr')}"
+
+
 def _children(element: Any, *tags: str) -> Iterator[Any]:
     """The children of `element` with one of these tags, in document order, looking through the transparent
-    wrappers (python-docx sees only direct children, so a content control's whole section vanished)."""
+    wrappers (python-docx sees only direct children, so a content control's whole section vanished). A content
+    control still showing its placeholder ("Click or tap here to enter text.") holds nothing anyone wrote: it
+    is left out, so an unfilled header field is missing rather than valued with the template's prompt."""
     wanted = {qn(tag) for tag in tags}
     for child in element.iterchildren():
         if child.tag in wanted:
             yield child
-        elif child.tag in _TRANSPARENT:
+        elif child.tag in _TRANSPARENT and not (child.tag == _SDT and child.find(_SHOWING_PLACEHOLDER) is not None):
             yield from _children(child, *tags)
 
 
