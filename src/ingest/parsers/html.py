@@ -326,7 +326,7 @@ _NAME_BYTES = b"abcdefghijklmnopqrstuvwxyz0123456789-:"  # bytes that continue a
 def _most_unclosed(text: str) -> int:
     """The most start tags not yet followed by as many end tags, over the text's prefixes, leaving out the
     void elements and those whose end is implied (as the exact count does): in numpy over the 8 bytes after
-    each "<", ~0.1 s for a page of a million tags. Every level of nesting needs a start tag that no end tag
+    each "<", ~0.5 s for a page of a million tags. Every level of nesting needs a start tag that no end tag
     has closed yet, so this bounds the depth, and the pages below MAX_DEPTH (all real ones) skip the exact
     count (~1 s for such a page). An end tag counts only while a start tag of its name is unclosed, so end tags
     that close nothing cannot hide depth from it."""

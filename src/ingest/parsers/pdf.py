@@ -421,12 +421,8 @@ def _rest_of_header_table(
     names = [field_key(row[0]) for row in rest.rows]
     if any(name not in FIELDS or name in fields for name in names) or len(set(names)) != len(names):
         return None
-    between = (
-        line
-        for line in lines
-        if (table.page, table.top) < (line.page, line.top) < (rest.page, rest.top) and heading_rank(line) is not None
-    )
-    return None if any(True for _ in between) else rest
+    between = (line for line in lines if (table.page, table.top) < (line.page, line.top) < (rest.page, rest.top))
+    return None if any(heading_rank(line) is not None for line in between) else rest
 
 
 def _is_control_line(line: _Line) -> bool:
