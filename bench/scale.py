@@ -198,11 +198,13 @@ def run_scale(
                     cases = [(v, term, departments) for v in vectors]
                     key = f"{term_kind} term, filter {filter_name}"
                     ours, hits = await _timed(_ours, conn, cases, repeat)
-                    entry = {"ours_ms": ours, "rows_returned_min": min(len(h) for h in hits), "top_k": TOP_K}
-                    entry["ours_ms_by_ef_search"] = {}
+                    by_ef: dict[int, object] = {}
+                    rows_min = min(len(h) for h in hits)
                     for ef in TIMED_EF_SEARCHES:
-                        entry["ours_ms_by_ef_search"][ef], more = await _timed(_ours_at(ef), conn, cases, repeat)
-                        entry["rows_returned_min"] = min(entry["rows_returned_min"], *(len(h) for h in more))
+                        by_ef[ef], more = await _timed(_ours_at(ef), conn, cases, repeat)
+                        rows_min = min(rows_min, *(len(h) for h in more))
+                    entry: dict[str, object] = {"ours_ms": ours, "rows_returned_min": rows_min, "top_k": TOP_K}
+                    entry["ours_ms_by_ef_search"] = by_ef
                     two, _ = await _timed(_two_queries, conn, cases, repeat)
                     entry["two_queries_ms"] = two
                     if naive:

@@ -156,10 +156,10 @@ def main() -> None:
             model = LogisticRegression(C=c, max_iter=3000, class_weight="balanced").fit(x, y)
             z = model.decision_function(x)
             keep = y == 0
-            best: dict[int, int] = {}
+            best: dict[int, int] = {}  # owner -> passage index
             for k in np.flatnonzero(y == 1):
                 if owner[k] not in best or z[k] > z[best[owner[k]]]:
-                    best[owner[k]] = k
+                    best[owner[k]] = int(k)
             keep[list(best.values())] = True
             model = LogisticRegression(C=c, max_iter=3000, class_weight="balanced").fit(x[keep], y[keep])
             theirs = np.isin(owners, te)

@@ -25,6 +25,7 @@ import io
 import itertools
 import math
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,7 +67,7 @@ class Design:
     buckets: np.ndarray  # the n-gram buckets any passage uses: the matrices' columns (fitting is faster)
 
 
-def _counts(texts: list[str], grams) -> sparse.csr_matrix:  # type: ignore[no-untyped-def]
+def _counts(texts: list[str], grams: Callable[[str], Iterable[int]]) -> sparse.csr_matrix:
     rows, cols, vals = [], [], []
     for i, text in enumerate(texts):
         index, values = damped_bucket_counts(grams(text))

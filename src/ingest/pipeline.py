@@ -229,10 +229,10 @@ class Ingestor:
         except ParseError as exc:
             return _Parsed(source_uri, sha256, started, failure=_reason(exc))
         # The configured embedder's input limit; the local model windows any length, so the production one.
-        limit = getattr(self.embedder, "max_input_tokens", None) or EMBEDDING_INPUT_LIMIT
+        max_tokens = getattr(self.embedder, "max_input_tokens", None) or EMBEDDING_INPUT_LIMIT
         header = document.header
         try:
-            chunks = chunk_document(document, max_tokens=limit)
+            chunks = chunk_document(document, max_tokens=max_tokens)
             deadline.check("document", "its chunking")
             prepared = []
             for number, chunk in enumerate(chunks, start=1):

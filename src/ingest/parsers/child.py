@@ -21,7 +21,7 @@ import resource
 import signal
 import time
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, cast
 
 from ingest.document import ParsedDocument, ParseError
 from ingest.parsers.budget import PARSE_LIMIT_SETTING, OutOfMemory
@@ -46,7 +46,8 @@ def parse_forked(
     answer = parse_forked_pickled(
         data, name, max_memory_bytes=max_memory_bytes, max_parse_seconds=max_parse_seconds, grace_s=grace_s, **limits
     )
-    return pickle.loads(answer)  # type: ignore[no-any-return]
+    outcome: Outcome = pickle.loads(answer)
+    return outcome
 
 
 def parse_forked_pickled(
@@ -84,7 +85,7 @@ def document_or_raise(
     """The document, or the ParseError that names what stopped the parse and what to do about it."""
     kind, value = outcome
     if kind == "document":
-        return value  # type: ignore[no-any-return]
+        return cast(ParsedDocument, value)
     if kind == "error":
         raise value
     if kind == "memory":

@@ -130,7 +130,7 @@ class _Source:
 
     def __init__(self, body: str, first_line: int = 0) -> None:
         self.raw = body.encode()
-        self.nodes: list[Node] = _MD.tree(body).children
+        self.nodes: list[Node] = list(_MD.tree(body).children)
         self.first_line = first_line  # of this part in the whole body, counted from 0
 
     def text(self, start: int, end: int) -> str:
