@@ -82,6 +82,12 @@ def cost_per_chunk(texts: list[str]) -> dict[str, float]:
     return costs
 
 
+def _pairs_head(left: list[str], right: list[str]) -> list[str]:
+    """A table's head: a detector column, then two right-aligned figures for each group."""
+    names = " | ".join(f"{a} | {b}" for a, b in zip(left, right, strict=True))
+    return [f"| detector | {names} |", "|---|" + "---:|---:|" * len(left)]
+
+
 def public_section() -> list[str]:
     """What each detector flags of the public collections, and per family what the scanner in use flags."""
     passages = public.load()
@@ -93,8 +99,7 @@ def public_section() -> list[str]:
         "evals/injection/data/public (README.md there: sources and licences). Attacks flagged / attacks; benign",
         "controls flagged / controls.",
         "",
-        "| detector | " + " | ".join(f"{c}: attacks | {c}: controls" for c in collections) + " |",
-        "|---|" + "---:|---:|" * len(collections),
+        *_pairs_head([f"{c}: attacks" for c in collections], [f"{c}: controls" for c in collections]),
     ]
     for name, detector in DETECTORS.items():
         cells = []
@@ -136,8 +141,7 @@ def main() -> None:
         "",
         "## Overall",
         "",
-        "| detector | " + " | ".join(f"{part} recall | {part} FPR" for part in parts) + " |",
-        "|---|" + "---:|---:|" * len(parts),
+        *_pairs_head([f"{part} recall" for part in parts], [f"{part} FPR" for part in parts]),
     ]
     for name in DETECTORS:
         figures = [overall(results[(part, name)]) for part in parts]
