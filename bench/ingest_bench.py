@@ -134,18 +134,16 @@ def _where_the_time_goes(rounds: list[dict[str, Any]]) -> list[str]:
     measured = [r for r in rounds if "cold_busy_s" in r]
     if not measured:
         return []
-    rows = []
-    for n, r in enumerate(measured, start=1):
-        extra_busy, extra_idle = r["cold_busy_s"] - r["alone_busy_s"], r["cold_idle_s"] - r["alone_idle_s"]
-        rows.append(
-            f"| {n} | {r['alone_busy_s']:.1f} / {r['alone_idle_s']:.1f} | {r['cold_busy_s']:.1f} / "
-            f"{r['cold_idle_s']:.1f} | {extra_busy:+.1f} | {extra_idle:+.1f} | "
-            f"{(extra_busy / r['cores']) / r['embed_alone_s'] * 100:+.1f}% | "
-            f"{(extra_idle / r['cores']) / r['embed_alone_s'] * 100:+.1f}% |"
-        )
+    extra = [(r["cold_busy_s"] - r["alone_busy_s"], r["cold_idle_s"] - r["alone_idle_s"]) for r in measured]
+    shares = [(_share(r, busy), _share(r, idle)) for r, (busy, idle) in zip(measured, extra, strict=True)]
+    rows = [
+        f"| {n} | {r['alone_busy_s']:.1f} / {r['alone_idle_s']:.1f} | {r['cold_busy_s']:.1f} / "
+        f"{r['cold_idle_s']:.1f} | {busy:+.1f} | {idle:+.1f} | {work * 100:+.1f}% | {waiting * 100:+.1f}% |"
+        for n, (r, (busy, idle), (work, waiting)) in enumerate(zip(measured, extra, shares, strict=True), start=1)
+    ]
     cores = measured[0]["cores"]
-    work = median((r["cold_busy_s"] - r["alone_busy_s"]) / r["cores"] / r["embed_alone_s"] for r in measured)
-    waiting = median((r["cold_idle_s"] - r["alone_idle_s"]) / r["cores"] / r["embed_alone_s"] for r in measured)
+    work = median(w for w, _ in shares)
+    waiting = median(i for _, i in shares)
     processes = _by_process(measured)
     return [
         f"Where the added time goes: the machine's busy and idle core-seconds (all {cores} cores, every process: "
@@ -164,6 +162,11 @@ def _where_the_time_goes(rounds: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def _share(measured: dict[str, Any], core_seconds: float) -> float:
+    """Core-seconds as the wall time they add over the round's cores, a share of its embedding calls' time."""
+    return core_seconds / measured["cores"] / measured["embed_alone_s"]
+
+
 def _by_process(measured: list[dict[str, Any]]) -> list[str]:
     """Whose the extra busy core-seconds were: the pipeline's (this process, the parse server, PostgreSQL) or
     other processes' (load that is not the pipeline's, landing on one measurement and not the other)."""
@@ -172,7 +175,7 @@ def _by_process(measured: list[dict[str, Any]]) -> list[str]:
         return []
     groups = list(measured[0]["cold_cpu_by_process_s"])
     extra = [{g: r["cold_cpu_by_process_s"][g] - r["alone_cpu_by_process_s"][g] for g in groups} for r in measured]
-    net = [r["ratio"] - 1 - e["other"] / r["cores"] / r["embed_alone_s"] for r, e in zip(measured, extra, strict=True)]
+    net = [r["ratio"] - 1 - _share(r, e["other"]) for r, e in zip(measured, extra, strict=True)]
     return [
         "The extra busy core-seconds by process (cold ingest less embedding alone; a process's own CPU and its "
         "reaped children's): this one (the embedding calls and the pipeline's threads: parsing's chunking and "

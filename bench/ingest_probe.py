@@ -63,18 +63,15 @@ def cpu_by_process() -> dict[str, float]:
             times = process.cpu_times()
         except psutil.Error:
             continue
-        command = " ".join(process.info["cmdline"] or [])
-        group = (
-            "this process"
-            if process.pid == me
-            else "parse server"
-            if "ingest.parsers.parse_server" in command
-            else "postgres"
-            if "postgres" in command
-            else "other"
-        )
+        group = "this process" if process.pid == me else _group(" ".join(process.info["cmdline"] or []))
         groups[group] += times.user + times.system + times.children_user + times.children_system
     return groups
+
+
+def _group(command: str) -> str:
+    if "ingest.parsers.parse_server" in command:
+        return "parse server"
+    return "postgres" if "postgres" in command else "other"
 
 
 def main(conninfos: list[str], folder: str, limit: int) -> None:

@@ -351,10 +351,11 @@ def _most_unclosed(text: str) -> int:
     # Per name, in the text's order, the count held at zero is the running sum less its lowest point so far.
     keys = packed[counted]
     order = np.argsort(keys, kind="stable")  # by name, each name's tags in the text's order
-    name = np.cumsum(np.r_[False, keys[order][1:] != keys[order][:-1]])  # 0, 1, …: the names numbered
-    running = np.cumsum(steps[order])
-    first = np.flatnonzero(np.r_[True, name[1:] != name[:-1]])
-    own = running - (running - steps[order])[first][name]  # each name's sum from its own first tag
+    keys, steps = keys[order], steps[order]
+    first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])  # where each name's tags start
+    name = np.cumsum(np.r_[False, keys[1:] != keys[:-1]])  # 0, 1, …: the names numbered
+    running = np.cumsum(steps)
+    own = running - (running - steps)[first][name]  # each name's sum from its own first tag
     apart = len(steps) + 1  # each name's lows set below every earlier name's, so one accumulate keeps them apart
     low = np.minimum.accumulate(np.minimum(own, 0) - name * apart) + name * apart
     held = own - low

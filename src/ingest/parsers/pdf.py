@@ -517,8 +517,8 @@ def _heading_test(lines: list[_Line], body: float, in_tables: Counter[float]) ->
     return heading_rank
 
 
-def _at_body_size(line: _Line, body: float) -> bool:
-    return abs(line.size - body) <= 0.5
+def _at_body_size(size: float, body: float) -> bool:
+    return abs(size - body) <= 0.5
 
 
 def _bold_body_headings(
@@ -534,9 +534,10 @@ def _bold_body_headings(
     when bold body-size text is over a third of the body's: a document set in bold throughout has no
     headings by weight."""
     # The header block's lines are metadata, not body text: set in bold, they would tip a short document over.
-    at_body = [ln for ln in lines if _at_body_size(ln, body) and not ln.mono and not _is_header_line(ln)]
+    at_body = [ln for ln in lines if _at_body_size(ln.size, body) and not ln.mono and not _is_header_line(ln)]
     bold = sum(len(line.text) for line in at_body if line.bold)
-    total = sum(len(line.text) for line in at_body) + sum(n for size, n in in_tables.items() if abs(size - body) <= 0.5)
+    in_cells = sum(n for size, n in in_tables.items() if _at_body_size(size, body))
+    total = sum(len(line.text) for line in at_body) + in_cells
     if not bold or bold * 3 > total:
         return set()
     rows: Counter[tuple[int, int, int, int]] = Counter()  # lines per (page, band, column, rounded top)
@@ -550,7 +551,7 @@ def _bold_body_headings(
         return any(rows[(page, band, column, round(line.top) + d)] > (d == 0) for d in (-1, 0, 1))
 
     def bold_at_body(line: _Line) -> bool:
-        return line.bold and not line.mono and _at_body_size(line, body)
+        return line.bold and not line.mono and _at_body_size(line.size, body)
 
     def follows_closely(line: _Line, after: _Line) -> bool:  # the next line of the same paragraph
         return after.order[:3] == line.order[:3] and after.top - line.bottom <= after.size * 0.6
@@ -570,7 +571,7 @@ def _bold_body_headings(
             continue  # a bold bullet item; '1. Purpose' may be a numbered heading
         before = lines[i - 1] if i else None
         after = lines[i + len(run)] if i + len(run) < len(lines) else None
-        if after is None or after.bold or after.mono or not _at_body_size(after, body):
+        if after is None or after.bold or after.mono or not _at_body_size(after.size, body):
             continue
         if any(beside_another(ln) for ln in run):
             continue
