@@ -555,7 +555,7 @@ class Queue:
         }
 
 
-def make_queue(moto_url: str, name: str, *, visibility_timeout_s: int = 3) -> Queue:
+def make_queue(moto_url: str, name: str, *, visibility_timeout_s: int = 3, max_receive_count: int = 3) -> Queue:
     from ingest.aws.bootstrap import bootstrap
     from ingest.aws.clients import client
     from kb_core.settings import AwsSettings
@@ -566,6 +566,7 @@ def make_queue(moto_url: str, name: str, *, visibility_timeout_s: int = 3) -> Qu
         KB_INGEST_QUEUE=f"ingest-{name}",
         KB_INGEST_DLQ=f"dlq-{name}",
         KB_QUEUE_VISIBILITY_TIMEOUT_S=visibility_timeout_s,
+        KB_QUEUE_MAX_RECEIVE_COUNT=max_receive_count,
         KB_WORKER_WAIT_TIME_S=1,
     )
     stack = bootstrap(settings)
