@@ -77,8 +77,11 @@ def best(grid: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     return max(scored, key=lambda v: objective(v) or 0.0) if scored else None
 
 
-def fuse(legs: dict[str, list[tuple[Any, float]]], fusion: Fusion, depth: int) -> list[Any]:
-    """The SQL's fusion (src/kb_server/search.py), over each leg's ranked (key, score) pairs."""
+def fuse(
+    legs: dict[str, list[tuple[Any, float]]], fusion: Fusion, depth: int, bonus: dict[Any, float] | None = None
+) -> list[Any]:
+    """The SQL's fusion (src/kb_server/search.py), over each leg's ranked (key, score) pairs; `bonus` adds a
+    key's identifier bonus (the SQL's `exact`), which the golden questions need and NPL does not."""
     weights = {"vector": fusion.vector_weight, "text": fusion.text_weight}
     scores: dict[Any, float] = {}
     best: dict[Any, int] = {}
@@ -91,9 +94,12 @@ def fuse(legs: dict[str, list[tuple[Any, float]]], fusion: Fusion, depth: int) -
                 part = weights[leg] * ((score - low) / spread if spread > 0 else 1.0)
             else:
                 part = weights[leg] / (fusion.rrf_k + rank)
-            bonus = fusion.first_bonus if rank == 1 else 0.0
-            scores[key] = scores.get(key, 0.0) + part + bonus
+            first = fusion.first_bonus if rank == 1 else 0.0
+            scores[key] = scores.get(key, 0.0) + part + first
             best[key] = min(best.get(key, rank), rank)
+    for key, extra in (bonus or {}).items():
+        if key in scores:
+            scores[key] += extra
     return sorted(scores, key=lambda key: (-scores[key], best[key]))[:depth]
 
 

@@ -302,7 +302,7 @@ def _text_pieces(text: str, target: int) -> list[_Piece]:
     if tokens <= target:
         return [_Piece(text, tokens, False)]
     pieces = []
-    for sentence in _sentences(text):
+    for sentence in sentences(text):
         n = count_tokens(sentence)
         if n <= target:
             pieces.append(_Piece(sentence, n, False))
@@ -311,7 +311,7 @@ def _text_pieces(text: str, target: int) -> list[_Piece]:
     return pieces
 
 
-def _sentences(text: str) -> list[str]:
+def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
 
 
@@ -369,7 +369,7 @@ def _overlap(previous: list[_Piece], overlap: int) -> list[_Piece]:
         return []
     tail: list[str] = []
     tokens = 0
-    for sentence in reversed(_sentences(previous[-1].text)):
+    for sentence in reversed(sentences(previous[-1].text)):
         n = count_tokens(sentence)
         if tail and tokens + n > overlap * 1.5:
             break

@@ -1,0 +1,144 @@
+"""`python -m evals.fusion_sim`: two ranking ideas tried on the development golden questions before any SQL is
+written (needs the databases `python -m evals.run` builds). Each leg's 50 candidates come from the served query
+(evals.retrieval, the served BM25), are fused in Python exactly as the SQL fuses them (evals.tune.fuse, z-score,
+with the identifier bonus the served hybrid gave), and then changed:
+
+- sentence windows: each candidate chunk is also embedded two sentences at a time (with its contextual prefix,
+  as ingestion embeds a chunk) and the vector leg scores it by its best window when that beats the whole chunk,
+  as if every window were indexed as a row group is; "mix" averages that with the chunk's own similarity;
+- document diversity: the result is taken greedily, each document's later chunks losing λ (in the fused
+  score's units, standard deviations) per chunk of it already taken, for questions whose answer spans two
+  documents.
+
+The held-out questions are never read here. The report's rows (evals/report.py DEV_ONLY_ROWS) quote this output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import numpy as np
+
+from evals.golden import GoldenQuestion, load_golden
+from evals.metrics import Ranked, recall_at, reciprocal_rank
+from evals.retrieval import run_questions
+from evals.run import STATE, reusable_database
+from evals.split import golden_part
+from evals.tune import fuse
+from ingest.chunker import Chunk, sentences
+from kb_core.db.embedded import EmbeddedPostgres
+from kb_core.embedders.local import LocalEmbedder
+from kb_server.search import DEFAULT_BM25, DEFAULT_FUSION
+
+# A section stands for its chunks: a table's row groups and the chunk of the whole table win different legs, and
+# the SQL shows only the best of them (so does a leg here: its first), as the metrics count sections.
+Key = tuple[str, str, str]  # doc_code, version, section_path
+Legs = dict[str, list[tuple[Key, float]]]
+DEPTH = 20
+
+
+def windows(content: str, size: int = 2) -> list[str]:
+    """Overlapping runs of `size` sentences; none for a chunk of `size` sentences or fewer (its window is itself)."""
+    said = sentences(content)
+    return [" ".join(said[i : i + size]) for i in range(len(said) - size + 1)] if len(said) > size else []
+
+
+def scores(questions: Sequence[GoldenQuestion], ranked: dict[str, list[Key]]) -> str:
+    r5, rr = [], []
+    for q in questions:
+        keys = [Ranked(k[0], k[2]) for k in ranked[q.id]]
+        r5.append(recall_at(keys, q.expected, 5))
+        rr.append(reciprocal_rank(keys, q.expected))
+    return f"recall@5 {np.mean(r5):.3f} MRR {np.mean(rr):.3f}"
+
+
+def diversified(legs: Legs, bonus: dict[Key, float], penalty: float) -> list[Key]:
+    fused = fuse(legs, DEFAULT_FUSION, 10**6, bonus)
+    # fuse() orders keys; the greedy pass needs their scores, which descend by position: recompute them once
+    total = {key: 0.0 for key in fused}
+    for leg, weight in (("vector", DEFAULT_FUSION.vector_weight), ("text", DEFAULT_FUSION.text_weight)):
+        raw = np.array([s for _, s in legs[leg]], dtype=float)
+        spread = float(raw.std()) if len(raw) else 0.0
+        for rank, (key, s) in enumerate(legs[leg], start=1):
+            first = DEFAULT_FUSION.first_bonus if rank == 1 else 0.0
+            total[key] += weight * ((s - raw.min()) / spread if spread > 0 else 1.0) + first
+    for key, extra in bonus.items():
+        if key in total:
+            total[key] += extra
+    taken: list[Key] = []
+    per_document: dict[str, int] = {}
+    rest = dict(total)
+    while rest and len(taken) < DEPTH:
+        key = max(rest, key=lambda k: rest[k] - penalty * per_document.get(k[0], 0))
+        taken.append(key)
+        per_document[key[0]] = per_document.get(key[0], 0) + 1
+        del rest[key]
+    return taken
+
+
+async def main() -> int:
+    server = EmbeddedPostgres(STATE).start()
+    db = reusable_database(server, "eval_corpus")
+    if db is None:
+        print("run `python -m evals.run --skip-public` first: it builds the eval databases this reads")
+        return 2
+    model = LocalEmbedder()
+    model.load()
+    questions = [q for q in golden_part(load_golden(), "dev") if q.answerable]
+    vectors = {q.id: model.embed_query(q.question) for q in questions}
+    legs: dict[str, Legs] = {q.id: {} for q in questions}
+    bonus: dict[str, dict[Key, float]] = {q.id: {} for q in questions}
+    contents: dict[Key, set[str]] = {}
+    for mode in ("vector", "text", "hybrid"):
+        run = await run_questions(db.server, model, questions, mode=mode, k=50, bm25=DEFAULT_BM25, vectors=vectors)
+        for outcome in run.outcomes:
+            qid = outcome.question.id
+            seen: set[Key] = set()
+            for hit in outcome.hits:
+                key = (hit.doc_code, hit.version, hit.section_path)
+                contents.setdefault(key, set()).add(hit.content)
+                if mode == "hybrid" and hit.score >= DEFAULT_FUSION.identifier_bonus:
+                    bonus[qid][key] = DEFAULT_FUSION.identifier_bonus
+                elif mode != "hybrid" and key not in seen:
+                    seen.add(key)
+                    score = hit.vector_score if mode == "vector" else hit.text_score
+                    legs[qid].setdefault(mode, []).append((key, score or 0.0))
+    served = {q.id: fuse(legs[q.id], DEFAULT_FUSION, DEPTH, bonus[q.id]) for q in questions}
+    print(f"fused in Python as served: {scores(questions, served)}")
+
+    import psycopg
+
+    with psycopg.connect(db.owner) as conn:
+        titles: dict[str, str] = dict(conn.execute("SELECT doc_code, title FROM kb.documents").fetchall())
+    candidates = sorted({key for q in questions for key, _ in legs[q.id]["vector"]})
+    texts = [(key, w) for key in candidates for content in sorted(contents[key]) for w in windows(content)]
+    embedded = model.embed([Chunk(0, key[2], "", w, 0).embedding_text(titles[key[0]]) for key, w in texts]).vectors
+    by_chunk: dict[Key, list[np.ndarray]] = {}
+    for (key, _), vector in zip(texts, embedded, strict=True):
+        by_chunk.setdefault(key, []).append(vector)
+    print(f"{len(texts)} windows of {len(candidates)} candidate sections embedded")
+
+    def rescored(qid: str, blend: float) -> Legs:
+        def best(key: Key, similarity: float) -> float:
+            found = by_chunk.get(key)
+            top = max(similarity, float(np.max(np.stack(found) @ vectors[qid]))) if found else similarity
+            return (1 - blend) * similarity + blend * top
+
+        vector = sorted(((k, best(k, s)) for k, s in legs[qid]["vector"]), key=lambda pair: -pair[1])
+        return {"vector": vector, "text": legs[qid]["text"]}
+
+    variants: dict[str, dict[str, list[Key]]] = {}
+    for blend in (1.0, 0.5):
+        ranked = {q.id: fuse(rescored(q.id, blend), DEFAULT_FUSION, DEPTH, bonus[q.id]) for q in questions}
+        variants[f"sentence windows, blend {blend}"] = ranked
+    for penalty in (0.1, 0.2, 0.3):
+        ranked = {q.id: diversified(legs[q.id], bonus[q.id], penalty) for q in questions}
+        variants[f"document diversity, λ {penalty}"] = ranked
+    for name, ranked in variants.items():
+        print(f"{name}: {scores(questions, ranked)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main()))
