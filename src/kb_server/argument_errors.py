@@ -8,6 +8,7 @@ schema, so the sentence always matches what the schema advertises.
 
 from __future__ import annotations
 
+from difflib import get_close_matches
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -38,13 +39,16 @@ def accepts(schema: dict[str, Any]) -> str:
 
 
 def describe(error: ValidationError, input_schema: dict[str, Any]) -> str:
-    first = error.errors()[0]
+    errors = error.errors()
+    # A misnamed argument explains the others (`querry` given, so `query` is missing): it is named first.
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = [str(p) for p in first["loc"]]
     name = loc[0] if loc else "the arguments"
     properties = input_schema.get("properties", {})
     if name not in properties:
-        known = ", ".join(properties)
-        return f"unknown argument {name!r}; this tool takes: {known}"
+        close = get_close_matches(name, list(properties), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"unknown argument {name!r}{hint}; this tool takes: {', '.join(properties)}"
     wanted = accepts(properties[name])
     if first["type"] == "missing":
         return f"{name} is required: {wanted}"
@@ -78,6 +82,18 @@ def _reason(error_type: str, value: Any) -> str:
 
 class PlainArgumentErrors(MCPServer):
     """An MCPServer whose argument errors read as one sentence (the rest is the SDK's behaviour)."""
+
+    def refuse_unknown_arguments(self) -> None:
+        """Every registered tool refuses an argument it does not take, and its input schema says so.
+
+        The SDK drops unknown arguments silently, so `search_knowledge_base(department="legal")` (the filter is
+        `departments`) searched every department and looked filtered: a refusal naming the argument meant is
+        what lets the caller notice. Call it once every tool is registered."""
+        for tool in self._tool_manager.list_tools():
+            arguments = tool.fn_metadata.arg_model
+            arguments.model_config["extra"] = "forbid"
+            arguments.model_rebuild(force=True)
+            tool.parameters["additionalProperties"] = False
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:

@@ -151,6 +151,7 @@ def build_server(
         lifespan=lifespan,
     )
     _register_tools(server)
+    server.refuse_unknown_arguments()
     _register_resources(server)
     attach_probe(server, probe)
     return server

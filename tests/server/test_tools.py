@@ -170,6 +170,13 @@ async def test_when_the_query_embedding_times_out_the_answer_is_degraded_not_lat
         ({"query": "fees", "top_k": "many"}, "top_k must be a whole number from 1 to 50 (got 'many')"),
         ({"query": "fees", "departments": "risk"}, "departments must be a list of text (at most 9)"),
         ({"top_k": 3}, "query is required: text of at most 4000 characters"),
+        # An argument the tool does not take used to be dropped: this search ran over every department.
+        (
+            {"query": "fees", "department": "legal"},
+            "unknown argument 'department' (did you mean 'departments'?); this tool takes: query, departments, top_k,",
+        ),
+        ({"query": "fees", "k": 3}, "unknown argument 'k'; this tool takes: query, departments, top_k, as_of"),
+        ({"querry": "fees"}, "unknown argument 'querry' (did you mean 'query'?)"),
     ],
 )
 async def test_bad_search_arguments_get_an_error_the_model_can_act_on(
@@ -180,6 +187,18 @@ async def test_bad_search_arguments_get_an_error_the_model_can_act_on(
     assert result.is_error and message in result.content[0].text
     # One sentence, never pydantic's own report (several lines and a link to its documentation).
     assert "\n" not in result.content[0].text and "pydantic" not in result.content[0].text
+
+
+async def test_every_tool_schema_says_it_takes_no_other_arguments_and_each_tool_refuses_one(
+    corpus_database, local_embedder
+):
+    async with client_as(corpus_database, Role.ANALYST, local_embedder) as client:
+        tools = (await client.list_tools()).tools
+        refusals = {t.name: await client.call_tool(t.name, {"verbose": True}) for t in tools}
+    assert {t.name: t.input_schema.get("additionalProperties") for t in tools} == {t.name: False for t in tools}
+    for name, result in refusals.items():
+        assert result.is_error, name
+        assert result.content[0].text.startswith("unknown argument 'verbose'; this tool takes: "), name
 
 
 async def test_get_document_returns_any_version_including_superseded_ones(corpus_database, local_embedder):
