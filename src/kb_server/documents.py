@@ -159,12 +159,31 @@ EMPTY_HINT = (
 )
 
 
-async def empty_knowledge_base_hint(conn: AsyncConnection, role: Role) -> str | None:
-    """Why a search found nothing, when the reason is that there is nothing to find; else None."""
+# Drafts are never in force; a withdrawn version was, until it was withdrawn. Under the role's ceiling (RLS), so the
+# date says nothing about documents above it.
+_EARLIEST_IN_FORCE = """
+SELECT EXISTS (SELECT 1 FROM kb.chunks),
+       (SELECT min(effective_date) FROM kb.documents
+        WHERE status <> 'draft' AND (%(departments)s::text[] IS NULL OR department = ANY(%(departments)s)))"""
+
+
+async def empty_knowledge_base_hint(
+    conn: AsyncConnection, role: Role, *, as_of: date | None = None, departments: list[str] | None = None
+) -> str | None:
+    """Why a search found nothing, when the reason is that there is nothing to find (nothing readable at all,
+    or nothing yet in force on `as_of` in these departments); else None."""
     async with reader_transaction(conn, role) as tx:
-        cursor = await tx.execute("SELECT EXISTS (SELECT 1 FROM kb.chunks)")
+        cursor = await tx.execute(_EARLIEST_IN_FORCE, {"departments": departments})
     row = await cursor.fetchone()
-    return None if row and row[0] else EMPTY_HINT
+    if not row or not row[0]:
+        return EMPTY_HINT
+    earliest = row[1]
+    if as_of is not None and earliest is not None and as_of < earliest:
+        return (
+            f"nothing you may read was in force on {as_of.isoformat()}: the earliest took effect on "
+            f"{earliest.isoformat()}; ask with a later as_of, or without one for the effective versions"
+        )
+    return None
 
 
 @dataclass(frozen=True)

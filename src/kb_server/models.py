@@ -41,7 +41,10 @@ class SearchResult(BaseModel):
     degraded_reason: str | None = None
     warning: str | None = Field(None, description="Set when any returned chunk is injection-suspect.")
     truncated: bool = Field(False, description="True when the 8-chunk or 12 KB cap cut the result.")
-    hint: str | None = Field(None, description="Why nothing was found, when the knowledge base is empty to you.")
+    hint: str | None = Field(
+        None,
+        description="Why nothing was found: the knowledge base is empty to you, or nothing was in force on as_of.",
+    )
 
 
 class Section(BaseModel):

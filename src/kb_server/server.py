@@ -372,7 +372,7 @@ def _register_tools(server: MCPServer) -> None:
         capped.truncated = capped.truncated or (top_k > MAX_CHUNKS and len(hits) > MAX_CHUNKS)
         if not hits:
             async with connection(ctx) as conn:
-                capped.hint = await empty_knowledge_base_hint(conn, role)
+                capped.hint = await empty_knowledge_base_hint(conn, role, as_of=as_of, departments=wanted)
         return capped
 
     @server.tool(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -169,3 +170,22 @@ async def test_as_of_arguments_are_checked(corpus_database, local_embedder):
     assert both.is_error and "not both" in both.content[0].text
     assert bad.is_error and "date" in bad.content[0].text
     assert too_early.is_error and "in force on 2001-01-01" in too_early.content[0].text
+
+
+async def test_a_search_before_anything_was_in_force_says_when_the_earliest_document_took_effect(
+    corpus_database, local_embedder
+):
+    async with client_as(corpus_database, Role.ANALYST, local_embedder) as client:
+        before = await call(client, "search_knowledge_base", query="wire transfer cut-off", as_of="1990-01-01")
+        found = re.search(r"the earliest took effect on (\d{4}-\d{2}-\d{2})", before["hint"] or "")
+        assert before["documents"] == [] and found, before
+        assert before["hint"].startswith("nothing you may read was in force on 1990-01-01")
+        # That date is exact: on it something answers, the day before nothing does.
+        earliest = date.fromisoformat(found.group(1))
+        on = await call(client, "search_knowledge_base", query="policy", as_of=earliest.isoformat(), top_k=50)
+        day_before = (earliest - timedelta(days=1)).isoformat()
+        off = await call(client, "search_knowledge_base", query="policy", as_of=day_before, top_k=50)
+        later = await call(client, "search_knowledge_base", query="wire transfer cut-off", as_of="2030-01-01")
+    assert on["documents"] and on["hint"] is None
+    assert off["documents"] == [] and f"in force on {day_before}" in off["hint"]
+    assert later["documents"] and later["hint"] is None
