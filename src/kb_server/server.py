@@ -545,7 +545,13 @@ def _register_resources(server: MCPServer) -> None:
         if document is None:
             raise ResourceNotFoundError(missing or _not_found(code, version))
         if document.department != department:
-            raise ResourceNotFoundError(_not_found(code, version))
+            # The caller may read it (fetch_document is under its ceiling): pointing to the right citation tells
+            # it nothing it could not list, where "not available" would send it looking elsewhere.
+            pinned = f"@{version}" if version else ""
+            raise ResourceNotFoundError(
+                f"{code} is a {document.department} document, not {department}: read kb://{document.department}/"
+                f"{code}{pinned}"
+            )
         return document
 
     def section_of(document: StoredDocument, section: str) -> str:
@@ -568,7 +574,11 @@ def _register_resources(server: MCPServer) -> None:
                         "warning": SECTION_WARNING if stored.injection_suspect else None,
                     }
                 )
-        raise ResourceNotFoundError(f"{document.doc_code} version {document.version} has no section #{section[:40]}")
+        anchors = [stored.anchor for stored in document.sections]
+        listed = ", ".join(f"#{a}" for a in anchors[:12]) + (", …" if len(anchors) > 12 else "")
+        raise ResourceNotFoundError(
+            f"{document.doc_code} version {document.version} has no section #{section[:40]}; its sections: {listed}"
+        )
 
     # Pinned templates first: the resource manager tries templates in order, and the unpinned ones would
     # otherwise match "CMP-SOP-004@2.0" as a doc code.

@@ -232,10 +232,20 @@ async def test_citations_resolve_as_resources_under_the_same_ceiling(corpus_data
         templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
         section = json.loads((await client.read_resource("kb://compliance/CMP-SOP-004#4.2")).contents[0].text)
         document = json.loads((await client.read_resource("kb://compliance/CMP-SOP-004")).contents[0].text)
-        with pytest.raises(MCPError):
-            await client.read_resource("kb://legal/CMP-SOP-004#4.2")  # the wrong department
-        with pytest.raises(MCPError):
+        with pytest.raises(MCPError) as wrong_department:
+            await client.read_resource("kb://legal/CMP-SOP-004#4.2")
+        with pytest.raises(MCPError) as no_section:
             await client.read_resource("kb://compliance/CMP-SOP-004#99.9")
+        with pytest.raises(MCPError) as above_ceiling:
+            await client.read_resource("kb://legal/CMP-SOP-006")  # restricted: the analyst may not read it
+        with pytest.raises(MCPError) as missing:
+            await client.read_resource("kb://legal/CMP-SOP-999")
+    assert "CMP-SOP-004 is a compliance document, not legal: read kb://compliance/CMP-SOP-004" in str(
+        wrong_department.value
+    )
+    assert "has no section #99.9; its sections: #" in str(no_section.value) and "#4.2" in str(no_section.value)
+    # A document the caller may not read is still indistinguishable from one that does not exist.
+    assert str(above_ceiling.value).replace("CMP-SOP-006", "CMP-SOP-999") == str(missing.value)
     assert templates == [
         "kb://{department}/{doc_code}@{version}",
         "kb://{department}/{doc_code}@{version}{#section}",
