@@ -81,6 +81,10 @@ class DocumentList(BaseModel):
     documents: list[DocumentSummary]
     total: int
     truncated: bool = False
+    hint: str | None = Field(
+        None,
+        description="Why nothing was listed: the knowledge base is empty to you, or nothing was in force on as_of.",
+    )
 
 
 class SectionReference(BaseModel):

@@ -433,8 +433,14 @@ def _register_tools(server: MCPServer) -> None:
             rows, total = await list_documents(
                 conn, caller_role(ctx), department=department, status=status, limit=MAX_LISTED, as_of=as_of
             )
+            hint = None
+            if not rows and status in (None, "effective"):
+                # a status filter empties a list for its own reason; without one, say why nothing is there
+                hint = await empty_knowledge_base_hint(
+                    conn, caller_role(ctx), as_of=as_of, departments=[department] if department else None
+                )
         summaries = [summary_of(row) for row in rows]
-        return DocumentList(documents=summaries, total=total, truncated=total > len(summaries))
+        return DocumentList(documents=summaries, total=total, truncated=total > len(summaries), hint=hint)
 
     @server.tool(
         title="Compare two versions of a document",

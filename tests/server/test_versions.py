@@ -186,6 +186,10 @@ async def test_a_search_before_anything_was_in_force_says_when_the_earliest_docu
         day_before = (earliest - timedelta(days=1)).isoformat()
         off = await call(client, "search_knowledge_base", query="policy", as_of=day_before, top_k=50)
         later = await call(client, "search_knowledge_base", query="wire transfer cut-off", as_of="2030-01-01")
+        listed_before = await call(client, "list_documents", as_of="1990-01-01")
+        listed_on = await call(client, "list_documents", as_of=earliest.isoformat())
     assert on["documents"] and on["hint"] is None
     assert off["documents"] == [] and f"in force on {day_before}" in off["hint"]
     assert later["documents"] and later["hint"] is None
+    assert listed_before["documents"] == [] and listed_before["hint"] == before["hint"]
+    assert listed_on["documents"] and listed_on["hint"] is None
