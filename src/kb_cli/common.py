@@ -21,6 +21,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
+    from mcp.server.mcpserver.exceptions import ToolError  # a tool argument `kb search` shares with the MCP tool
+
     from kb_cli.prepare import NotReady
     from kb_core.db.embedding_space import EmbeddingSpaceMismatch, SchemaNotReady
     from kb_core.db.migrations import MigrationError
@@ -37,6 +39,7 @@ def _known_errors() -> tuple[type[BaseException], ...]:
         LocalModelMissing,
         TokensFileError,
         NotReady,
+        ToolError,
     )
 
 

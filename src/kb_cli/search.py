@@ -19,7 +19,7 @@ from kb_core.roles import Role
 from kb_core.settings import Settings
 from kb_server.documents import empty_knowledge_base_hint
 from kb_server.search import hybrid_search
-from kb_server.server import MAX_CHUNKS, capped_result
+from kb_server.server import MAX_CHUNKS, capped_result, check_departments, clean_query
 
 
 async def run_search(
@@ -32,6 +32,8 @@ async def run_search(
     explain: bool,
     as_of: date | None = None,
 ) -> None:
+    query = clean_query(query)  # the tool's own checks, before anything is started
+    departments = check_departments(departments)
     targets = prepare_database(settings)
     embedder = make_embedder(settings.embedding)
     with psycopg.connect(targets.server, autocommit=True) as check:
@@ -54,7 +56,7 @@ async def run_search(
     console.print(f"[bold]{len(result.documents)} chunks[/] for {query!r} as {role.value}{when}", highlight=False)
     if not hits:
         async with await psycopg.AsyncConnection.connect(targets.reader(role), autocommit=True) as conn:
-            hint = await empty_knowledge_base_hint(conn, role)
+            hint = await empty_knowledge_base_hint(conn, role, as_of=as_of, departments=departments)
         if hint:
             console.print(f"[yellow]{hint}[/]", highlight=False)
     if result.warning:

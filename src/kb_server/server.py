@@ -216,7 +216,9 @@ async def connection(ctx: Context) -> AsyncIterator[AsyncConnection]:
         raise ToolError(UNAVAILABLE) from exc
 
 
-def _clean_query(query: str) -> str:
+def clean_query(query: str) -> str:
+    """The query as searched (control characters dropped, whitespace collapsed), or a ToolError saying what to
+    change: the MCP tool and `kb search` refuse the same queries."""
     text = "".join(ch for ch in query if ch in "\n\t" or unicodedata.category(ch)[0] != "C")
     text = " ".join(text.split())
     if not text:
@@ -226,7 +228,7 @@ def _clean_query(query: str) -> str:
     return text
 
 
-def _check_departments(departments: list[str] | None) -> list[str] | None:
+def check_departments(departments: list[str] | None) -> list[str] | None:
     if not departments:
         return None
     unknown = [d for d in departments if d not in DEPARTMENTS]
@@ -353,8 +355,8 @@ def _register_tools(server: MCPServer) -> None:
         as_of: Annotated[date | None, AS_OF] = None,
     ) -> SearchResult:
         kb = knowledge_base(ctx)
-        text = _clean_query(query)
-        wanted = _check_departments(departments)
+        text = clean_query(query)
+        wanted = check_departments(departments)
         role = caller_role(ctx)
         vector, degraded = await _embed_query(kb, text)
         async with connection(ctx) as conn:
@@ -426,7 +428,7 @@ def _register_tools(server: MCPServer) -> None:
         as_of: Annotated[date | None, AS_OF] = None,
     ) -> DocumentList:
         if department is not None:
-            _check_departments([department])
+            check_departments([department])
         if status is not None and status not in STATUSES:
             raise ToolError(f"unknown status {status[:20]!r}; use {', '.join(STATUSES[:-1])} or {STATUSES[-1]}")
         async with connection(ctx) as conn:

@@ -106,3 +106,23 @@ def test_an_unreachable_database_stops_the_command_with_one_line_naming_database
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert "DATABASE_URL" in lines[0] and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["   "], "error: query is empty: ask in words"),
+        (["wire transfer", "-d", "marketing"], "error: unknown department 'marketing'; the departments are: "),
+    ],
+    ids=["empty query", "unknown department"],
+)
+def test_search_refuses_what_the_mcp_tool_refuses_in_one_line(
+    fresh_state_dir: Path, arguments: list[str], message: str
+) -> None:
+    done = subprocess.run(
+        [KB, "search", *arguments], env=kb_env(fresh_state_dir), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2 and done.stderr.startswith(message), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
+    # Refused before anything was started: the state directory holds no database.
+    assert not (fresh_state_dir / "pgdata").exists()
