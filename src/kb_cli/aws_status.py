@@ -27,7 +27,13 @@ def print_status(console: Console, settings: Settings, status: QueueStatus) -> N
     for label, value in lines:
         console.print(f"[bold]{label:<{width}}[/]  {value}", soft_wrap=True, highlight=False)
     if status.dead:
-        console.print("\n[bold]dead-lettered files[/] (fix the cause, then `.venv/bin/poe corpus:redrive`):")
+        # The worker reads the object from the bucket again: a bad file is fixed by uploading a good one (which
+        # ingests it by itself), a cause outside the file (database, embedder) by redriving once it is gone.
+        console.print(
+            "\n[bold]dead-lettered files[/] (a bad file: fix it and `.venv/bin/poe corpus:upload`; another cause, "
+            "such as the database or embedder being down: fix it, then `.venv/bin/poe corpus:redrive`):",
+            soft_wrap=True,
+        )
         for dead in status.dead:
             where = dead.source_uri or "(not an S3 event)"
             console.print(f"  {where}: {dead.last_error or 'no error recorded'}", soft_wrap=True, highlight=False)

@@ -138,6 +138,13 @@ def test_a_broken_file_reaches_the_dlq_and_kb_aws_status_shows_it_with_its_error
         assert "s3://kosha-kb-corpus/risk/broken.md: " in text and "header" in text  # the parser's reason
         assert "ALARM" in text
         assert "ingested RSK-REF-006 v2.0" in text  # the recent outcomes
+        assert "a bad file: fix it and `.venv/bin/poe corpus:upload`" in text
+
+        # What status says to do works: the worker reads the object again, so the fixed file uploaded is ingested.
+        shutil.copy(CORPUS / "finance" / "FIN-GDE-008.md", folder / "risk" / "broken.md")
+        fixed = kb(held_database, "aws", "upload", str(folder))
+        assert "1 uploaded" in fixed.stdout, fixed.stderr
+        assert wait_until(lambda: live_versions(held_database, "FIN-GDE-008") == 1, timeout=120)
 
         # The bucket follows the folder: a deleted file is listed by a dry run, then deleted (and withdrawn).
         (folder / "lending" / "LND-REF-007.md").unlink()

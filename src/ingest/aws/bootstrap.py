@@ -87,8 +87,9 @@ def bootstrap(settings: AwsSettings) -> Stack:
     topic = client("sns", settings).create_topic(Name=TOPIC_NAME)["TopicArn"]
     client("cloudwatch", settings).put_metric_alarm(
         AlarmName=ALARM_NAME,
-        AlarmDescription="A document failed ingestion 3 times and is in the dead-letter queue: fix the cause, "
-        "then run `poe corpus:redrive`.",
+        AlarmDescription="A document failed ingestion 3 times and is in the dead-letter queue (`kb aws status` "
+        "gives the reason): a bad file is fixed by uploading a good one, another cause by fixing it and then "
+        "running `poe corpus:redrive`.",
         Namespace="AWS/SQS",
         MetricName="ApproximateNumberOfMessagesVisible",
         Dimensions=[{"Name": "QueueName", "Value": settings.dead_letter_queue}],
