@@ -135,13 +135,13 @@ def upload_command(
             out.print(f"would upload {key}", highlight=False)
         for key in report.deleted:
             out.print(f"would delete {key} (withdraws its document)", highlight=False)
-    verb = "would be" if dry_run else "were"
-    out.print(
-        f"{len(report.uploaded)} uploaded, {len(report.unchanged)} unchanged, "
-        f"{len(report.deleted)} deleted in s3://{settings.aws.corpus_bucket}"
-        + (f" (dry run: nothing {verb} changed)" if dry_run else ""),
-        highlight=False,
-    )
+    counts = (len(report.uploaded), len(report.unchanged), len(report.deleted))
+    where = f"s3://{settings.aws.corpus_bucket}"
+    if dry_run:
+        summary = f"would upload {counts[0]}, delete {counts[2]}, leave {counts[1]} unchanged in {where}"
+        out.print(summary + " (dry run: nothing was changed)", highlight=False)
+    else:
+        out.print(f"{counts[0]} uploaded, {counts[1]} unchanged, {counts[2]} deleted in {where}", highlight=False)
 
 
 @aws_app.command("status")
