@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -12,7 +13,7 @@ import typer
 from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
 
-from kb_core.settings import ConfigError, Settings, load_settings
+from kb_core.settings import ConfigError, Settings, load_settings, misspelt_variables
 
 console = Console()
 err = Console(stderr=True, soft_wrap=True)
@@ -62,10 +63,13 @@ def friendly_errors(fn: F) -> F:
 
 def settings_or_exit() -> Settings:
     try:
-        return load_settings()
+        settings = load_settings()
     except ConfigError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         sys.exit(2)
+    for warning in misspelt_variables(os.environ):
+        err.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    return settings
 
 
 def tokens_path(settings: Settings) -> Path:

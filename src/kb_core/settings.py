@@ -7,6 +7,7 @@ accepts (`load_settings` turns pydantic's error into `ConfigError`).
 from __future__ import annotations
 
 import getpass
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -14,6 +15,8 @@ from typing import Literal
 import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from rapidfuzz import process
+from rapidfuzz.distance import Levenshtein
 
 from kb_core.file_limits import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
@@ -297,6 +300,39 @@ def load_settings() -> Settings:
         )
     except ValidationError as exc:
         raise ConfigError(describe_validation_error(exc)) from None
+
+
+_SETTINGS_CLASSES = (DatabaseSettings, EmbeddingSettings, AwsSettings, ServerSettings, AuditSettings)
+
+
+def setting_variables() -> set[str]:
+    """Every environment variable a setting reads."""
+    names: set[str] = set()
+    for settings_class in _SETTINGS_CLASSES:
+        for name, info in settings_class.model_fields.items():
+            alias = info.validation_alias
+            if isinstance(alias, AliasChoices):
+                names.update(choice for choice in alias.choices if isinstance(choice, str))
+            else:
+                names.add(alias if isinstance(alias, str) else name.upper())
+    return names
+
+
+def misspelt_variables(environ: Mapping[str, str]) -> list[str]:
+    """A warning per KB_ variable that no setting reads but that is one or two characters from one that does.
+
+    Unknown variables are ignored (the environment holds many), so `KB_EMBEDER=openai` would quietly keep the
+    local embedder; a name that close to a setting's is a typo worth saying. Names further away (tools' own
+    variables, such as the evals') are left alone."""
+    known = sorted(setting_variables())
+    warnings = []
+    for name in sorted(environ):
+        if not name.startswith("KB_") or name in known:
+            continue
+        match = process.extractOne(name, known, scorer=Levenshtein.distance, score_cutoff=2)
+        if match is not None:
+            warnings.append(f"{name} is not a setting and is ignored: did you mean {match[0]}?")
+    return warnings
 
 
 def describe_validation_error(exc: ValidationError) -> str:

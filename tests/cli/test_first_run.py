@@ -126,3 +126,16 @@ def test_search_refuses_what_the_mcp_tool_refuses_in_one_line(
     assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
     # Refused before anything was started: the state directory holds no database.
     assert not (fresh_state_dir / "pgdata").exists()
+
+
+def test_a_misspelt_setting_is_named_on_stderr_before_the_command_runs(fresh_state_dir: Path) -> None:
+    done = subprocess.run(
+        [KB, "search", "   "],
+        env={**kb_env(fresh_state_dir), "KB_EMBEDER": "openai"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = done.stderr.strip().splitlines()
+    assert lines[0] == "warning: KB_EMBEDER is not a setting and is ignored: did you mean KB_EMBEDDER?"
+    assert done.returncode == 2 and lines[1].startswith("error: query is empty")

@@ -59,3 +59,22 @@ def test_the_cli_stops_at_start_up_with_exit_code_2_and_names_the_variable():
     assert result.returncode == 2
     assert "KB_DB_STATEMENT_TIMEOUT_MS" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_kb_variable_a_character_or_two_from_a_setting_is_named_as_a_typo_and_others_are_left_alone() -> None:
+    from kb_core.settings import misspelt_variables, setting_variables
+
+    environ = {
+        "KB_EMBEDER": "openai",  # KB_EMBEDDER
+        "KB_HTTP_PORTS": "9000",  # KB_HTTP_PORT
+        "KB_EMBEDDER": "local",  # a setting
+        "KB_VASWANI_DIR": "/data",  # a tool's own variable
+        "KB_TEST_DATABASE_URL": "postgresql://",  # four characters from KB_INGEST_DATABASE_URL
+        "KB_EMBEDDING_PROVIDER": "x",  # unknown, but no setting is near
+        "HOME": "/root",
+    }
+    assert misspelt_variables(environ) == [
+        "KB_EMBEDER is not a setting and is ignored: did you mean KB_EMBEDDER?",
+        "KB_HTTP_PORTS is not a setting and is ignored: did you mean KB_HTTP_PORT?",
+    ]
+    assert {"KB_EMBEDDER", "KB_HTTP_PORT", "DATABASE_URL", "KB_STATE_DIR"} <= setting_variables()

@@ -8,6 +8,7 @@ embedder are then created once per Lambda container, on the first batch.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -39,11 +40,13 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         from kb_core.db.targets import resolve_database
         from kb_core.embedders import make_embedder
         from kb_core.process_memory import limit_malloc_arenas
-        from kb_core.settings import load_settings
+        from kb_core.settings import load_settings, misspelt_variables
 
         limit_malloc_arenas()  # before the parse and model threads start
         load_secrets()
         settings = load_settings()
+        for warning in misspelt_variables(os.environ):  # the function's configuration: said once, at cold start
+            logging.getLogger("kosha.worker").warning(warning)
         targets = resolve_database(settings.database)
         ingestor = Ingestor.from_settings(targets.ingest, make_embedder(settings.embedding, bulk=True), settings.aws)
         processor = RecordProcessor(
