@@ -229,12 +229,14 @@ def clean_query(query: str) -> str:
 
 
 def check_departments(departments: list[str] | None) -> list[str] | None:
+    """The departments named, as stored (case and surrounding spaces do not matter, as for doc codes)."""
     if not departments:
         return None
-    unknown = [d for d in departments if d not in DEPARTMENTS]
+    named = [d.strip().lower() for d in departments]
+    unknown = [given for given, d in zip(departments, named, strict=True) if d not in DEPARTMENTS]
     if unknown:
         raise ToolError(f"unknown department {unknown[0]!r}; the departments are: {', '.join(DEPARTMENTS)}")
-    return sorted(set(departments))
+    return sorted(set(named))
 
 
 def _check_doc_code(doc_code: str) -> str:
@@ -428,7 +430,8 @@ def _register_tools(server: MCPServer) -> None:
         as_of: Annotated[date | None, AS_OF] = None,
     ) -> DocumentList:
         if department is not None:
-            check_departments([department])
+            (department,) = check_departments([department]) or [department]
+        status = status.strip().lower() if status is not None else None
         if status is not None and status not in STATUSES:
             raise ToolError(f"unknown status {status[:20]!r}; use {', '.join(STATUSES[:-1])} or {STATUSES[-1]}")
         async with connection(ctx) as conn:

@@ -263,6 +263,12 @@ async def test_list_documents_filters_by_department_and_status(corpus_database, 
         superseded = (await call(client, "list_documents", status="superseded")).structured_content
         legal = (await call(client, "list_documents", department="legal")).structured_content
         bad = await call(client, "list_documents", status="archived")
+        # Case and surrounding spaces do not matter, as for doc codes.
+        folded = (await call(client, "list_documents", department=" Legal ", status="Effective")).structured_content
+        exact = (await call(client, "list_documents", department="legal", status="effective")).structured_content
+        searched = await call(client, "search_knowledge_base", query="retention", departments=["LEGAL"])
+    assert folded == exact and exact["total"] >= 1
+    assert {d["department"] for d in searched.structured_content["documents"]} == {"legal"}
     assert superseded["total"] == 7 and {d["status"] for d in superseded["documents"]} == {"superseded"}
     assert legal["total"] == 9 and {d["department"] for d in legal["documents"]} == {"legal"}
     assert bad.is_error and "unknown status 'archived'" in bad.content[0].text
