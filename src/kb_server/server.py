@@ -81,8 +81,9 @@ STATUSES = ("effective", "superseded", "draft", "withdrawn")
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
 
-class KnowledgeBaseServer(PlainArgumentErrors, AuditedMCPServer):
-    """Every call audited; argument errors as one sentence (PlainArgumentErrors runs first, around the audit)."""
+class KnowledgeBaseServer(AuditedMCPServer, PlainArgumentErrors):
+    """Every call audited; argument errors as one sentence. The audit wraps the rewording, so the record keeps the
+    sentence the caller got, not pydantic's several lines."""
 
 
 @dataclass

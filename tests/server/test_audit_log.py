@@ -144,6 +144,18 @@ async def test_a_deeply_nested_argument_is_recorded_cut_short_and_the_call_gets_
     assert "nested deeper than" in str(row["arguments"]["query"])
 
 
+async def test_a_refused_argument_is_recorded_with_the_sentence_the_caller_got(corpus_database, local_embedder):
+    caller = unique_caller("refused")
+    async with client_called(corpus_database.targets.server, Role.ANALYST, local_embedder, caller) as client:
+        misnamed = await client.call_tool("search_knowledge_base", {"query": "EDD", "department": "compliance"})
+        too_many = await client.call_tool("search_knowledge_base", {"query": "EDD", "top_k": 99})
+    rows = records(corpus_database.targets.owner, caller)
+    assert [row["outcome"] for row in rows] == ["error", "error"]
+    for result, row in zip((misnamed, too_many), rows, strict=True):
+        assert result.is_error and row["error"].endswith(result.content[0].text), (row["error"], result.content)
+        assert "\n" not in row["error"] and "pydantic" not in row["error"]
+
+
 async def test_over_stdio_the_record_names_the_configured_caller(corpus_database):
     caller = unique_caller("ide")
     env = {
