@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import date, datetime
 
 from ingest.document import Header, HeaderError
-from kb_core.departments import DEPARTMENTS
+from kb_core.departments import DEPARTMENTS, DOC_CODE
 from kb_core.roles import Classification
 
 FIELDS = (
@@ -23,7 +23,6 @@ FIELDS = (
 )
 LABELS = {name: name.replace("_", " ").capitalize() for name in FIELDS}  # 'Doc code', 'Effective date', ...
 STATUSES = ("effective", "superseded", "draft")
-DOC_CODE = re.compile(r"^([A-Z]{3})-([A-Z]{3})-(\d{3,6})$")
 VERSION = re.compile(r"^\d+(\.\d+){0,3}$")
 SEE = "see docs/header-block.md"
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import typer
 
-from kb_cli.common import err, friendly_errors, settings_or_exit
+from kb_cli.common import err, friendly_errors, role_or_exit, settings_or_exit
+from kb_core.departments import DOC_CODE
 
 app = typer.Typer(
     invoke_without_command=True,
@@ -59,6 +60,12 @@ def audit(
 
     if output not in ("jsonl", "csv"):
         err.print(f"[bold red]error:[/] --format must be jsonl or csv, not {output!r}")
+        raise typer.Exit(2)
+    if role is not None:
+        role = role_or_exit(role).value
+    if doc is not None and not DOC_CODE.match(doc.strip().upper()):
+        # a filter that can match nothing would print nothing, which reads as "no such calls"
+        err.print(f"[bold red]error:[/] --doc {doc!r} is not a doc code: the form is DEP-TYP-NNN, e.g. CMP-SOP-004")
         raise typer.Exit(2)
     where = AuditFilter(caller, role, doc, _moment(since, "--since"), _moment(until, "--until"), limit)
     settings = settings_or_exit()

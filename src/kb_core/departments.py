@@ -3,6 +3,12 @@
 sql/001 loads the same list into kb.departments; a test keeps the two equal.
 """
 
+import re
+
+# A doc code: its department's three-letter code, the document type's, then a number (ASCII digits: \d would take
+# any script's).
+DOC_CODE = re.compile(r"^([A-Z]{3})-([A-Z]{3})-([0-9]{3,6})$")
+
 DEPARTMENTS: dict[str, str] = {
     "compliance": "CMP",
     "risk": "RSK",

@@ -29,7 +29,7 @@ from psycopg_pool import PoolTimeout
 from pydantic import Field
 
 from kb_core.db.embedding_space import check_embedding_space
-from kb_core.departments import DEPARTMENTS
+from kb_core.departments import DEPARTMENTS, DOC_CODE
 from kb_core.embedders import Embedder, embedding_space_for, make_embedder
 from kb_core.roles import Role
 from kb_core.settings import Settings
@@ -75,7 +75,6 @@ MAX_CHUNKS = 8
 MAX_RESULT_BYTES = 12 * 1024
 MAX_QUERY_CHARS = 1000
 MAX_LISTED = 200
-DOC_CODE = re.compile(r"^[A-Z]{3}-[A-Z]{3}-[0-9]{3,6}$")
 VERSION = re.compile(r"^[0-9]+(\.[0-9]+){0,3}$")
 STATUSES = ("effective", "superseded", "draft", "withdrawn")
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)

@@ -135,3 +135,16 @@ def test_a_bad_age_gets_one_line_naming_the_form(logged, age):
     pruned = kb(logged, "prune", "--older-than", age)
     assert pruned.returncode == 2 and "365d" in pruned.stderr and "Traceback" not in pruned.stderr
     assert len(jsonl(kb(logged).stdout)) == len(RECORDS)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--role", "boss", "error: --role must be one of demo_readonly, support_agent, analyst, compliance_officer"),
+        ("--doc", "nope", "error: --doc 'nope' is not a doc code: the form is DEP-TYP-NNN, e.g. CMP-SOP-004"),
+    ],
+)
+def test_a_filter_that_could_match_nothing_gets_one_line_instead_of_an_empty_log(logged, option, value, message):
+    done = kb(logged, option, value)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == message
