@@ -203,8 +203,12 @@ def run_scale(
                     for ef in TIMED_EF_SEARCHES:
                         by_ef[ef], more = await _timed(_ours_at(ef), conn, cases, repeat)
                         rows_min = min(rows_min, *(len(h) for h in more))
-                    entry: dict[str, object] = {"ours_ms": ours, "rows_returned_min": rows_min, "top_k": TOP_K}
-                    entry["ours_ms_by_ef_search"] = by_ef
+                    entry: dict[str, object] = {
+                        "ours_ms": ours,
+                        "rows_returned_min": rows_min,
+                        "top_k": TOP_K,
+                        "ours_ms_by_ef_search": by_ef,
+                    }
                     two, _ = await _timed(_two_queries, conn, cases, repeat)
                     entry["two_queries_ms"] = two
                     if naive:

@@ -25,7 +25,7 @@ from evals.metrics import Ranked, recall_at, reciprocal_rank
 from evals.retrieval import run_questions
 from evals.run import STATE, reusable_database
 from evals.split import golden_part
-from evals.tune import fuse
+from evals.tune import fuse, fused_scores
 from ingest.chunker import Chunk, sentences
 from kb_core.db.embedded import EmbeddedPostgres
 from kb_core.embedders.local import LocalEmbedder
@@ -54,21 +54,9 @@ def scores(questions: Sequence[GoldenQuestion], ranked: dict[str, list[Key]]) ->
 
 
 def diversified(legs: Legs, bonus: dict[Key, float], penalty: float) -> list[Key]:
-    fused = fuse(legs, DEFAULT_FUSION, 10**6, bonus)
-    # fuse() orders keys; the greedy pass needs their scores, which descend by position: recompute them once
-    total = {key: 0.0 for key in fused}
-    for leg, weight in (("vector", DEFAULT_FUSION.vector_weight), ("text", DEFAULT_FUSION.text_weight)):
-        raw = np.array([s for _, s in legs[leg]], dtype=float)
-        spread = float(raw.std()) if len(raw) else 0.0
-        for rank, (key, s) in enumerate(legs[leg], start=1):
-            first = DEFAULT_FUSION.first_bonus if rank == 1 else 0.0
-            total[key] += weight * ((s - raw.min()) / spread if spread > 0 else 1.0) + first
-    for key, extra in bonus.items():
-        if key in total:
-            total[key] += extra
+    rest, _ = fused_scores(legs, DEFAULT_FUSION, bonus)
     taken: list[Key] = []
     per_document: dict[str, int] = {}
-    rest = dict(total)
     while rest and len(taken) < DEPTH:
         key = max(rest, key=lambda k: rest[k] - penalty * per_document.get(k[0], 0))
         taken.append(key)

@@ -82,6 +82,14 @@ def fuse(
 ) -> list[Any]:
     """The SQL's fusion (src/kb_server/search.py), over each leg's ranked (key, score) pairs; `bonus` adds a
     key's identifier bonus (the SQL's `exact`), which the golden questions need and NPL does not."""
+    scores, best = fused_scores(legs, fusion, bonus)
+    return sorted(scores, key=lambda key: (-scores[key], best[key]))[:depth]
+
+
+def fused_scores(
+    legs: dict[str, list[tuple[Any, float]]], fusion: Fusion, bonus: dict[Any, float] | None = None
+) -> tuple[dict[Any, float], dict[Any, int]]:
+    """Each key's fused score, and its best rank in any leg (the SQL's tie-break)."""
     weights = {"vector": fusion.vector_weight, "text": fusion.text_weight}
     scores: dict[Any, float] = {}
     best: dict[Any, int] = {}
@@ -100,7 +108,7 @@ def fuse(
     for key, extra in (bonus or {}).items():
         if key in scores:
             scores[key] += extra
-    return sorted(scores, key=lambda key: (-scores[key], best[key]))[:depth]
+    return scores, best
 
 
 def golden_scores(questions: Sequence[GoldenQuestion], ranked: dict[str, list[Ranked]]) -> tuple[float, float]:
