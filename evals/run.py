@@ -55,12 +55,20 @@ def database_targets(superuser: str, name: str) -> DatabaseTargets:
     )
 
 
-def fresh_database(superuser: str, name: str, space: EmbeddingSpace) -> DatabaseTargets:
+def drop_database(superuser: str, name: str) -> None:
     import psycopg
     from psycopg import sql
 
     with psycopg.connect(superuser, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def fresh_database(superuser: str, name: str, space: EmbeddingSpace) -> DatabaseTargets:
+    import psycopg
+    from psycopg import sql
+
+    drop_database(superuser, name)
+    with psycopg.connect(superuser, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     targets = database_targets(superuser, name)
     migrate(targets.owner, space)
