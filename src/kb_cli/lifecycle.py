@@ -49,13 +49,28 @@ def hangup_as_terminate() -> None:
     signal.signal(signal.SIGHUP, handler)
 
 
-def port_in_use(host: str, port: int) -> bool:
+def bind_problem(host: str, port: int, *, hint: str = "(another kb serve?)", flags: bool = True) -> str | None:
+    """Why the HTTP server could not listen on host:port, in one line that names the fix, or None if it can.
+    A busy port, a name that does not resolve and an address this machine does not have need different fixes."""
+    import errno
     import socket
 
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+    host_setting, port_setting = (
+        ("KB_HTTP_HOST (or --host)", "KB_HTTP_PORT (or --port)") if flags else ("KB_HTTP_HOST", "KB_HTTP_PORT")
+    )
+
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except (socket.gaierror, UnicodeError):
+        return f"host {host!r} is not an address or a name this machine can resolve: set {host_setting}"
+    with socket.socket(family) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
-        except OSError:
-            return True
-    return False
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"port {port} on {host} is in use {hint}: set {port_setting} to a free port"
+            if exc.errno == errno.EADDRNOTAVAIL:
+                return f"{host} is not an address of this machine: set {host_setting} to one of its own"
+            return f"cannot listen on {host} port {port}: {exc.strerror or exc}"
+    return None

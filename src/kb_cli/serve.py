@@ -11,10 +11,10 @@ from kb_cli.common import err, friendly_errors, settings_or_exit, tokens_path
 def serve(
     transport: str = typer.Option("stdio", help="stdio (Claude Desktop, IDEs) or http (streamable HTTP on /mcp)."),
     host: str | None = typer.Option(None, help="HTTP bind address (default KB_HTTP_HOST, 127.0.0.1)."),
-    port: int | None = typer.Option(None, help="HTTP port (default KB_HTTP_PORT, 8765)."),
+    port: int | None = typer.Option(None, min=1, max=65535, help="HTTP port (default KB_HTTP_PORT, 8765)."),
 ) -> None:
     """Serve the MCP tools: over stdio, or over HTTP with bearer tokens."""
-    from kb_cli.lifecycle import exit_at_once_on_signals, hangup_as_terminate, port_in_use
+    from kb_cli.lifecycle import bind_problem, exit_at_once_on_signals, hangup_as_terminate
     from kb_cli.logs import plain_logging
     from kb_cli.prepare import check_audit_target, prepare_database
     from kb_server.server import build_server
@@ -40,12 +40,8 @@ def serve(
         settings.server.http_host = host
     if port:
         settings.server.http_port = port
-    if port_in_use(settings.server.http_host, settings.server.http_port):
-        err.print(
-            f"[bold red]error:[/] port {settings.server.http_port} on {settings.server.http_host} is in use "
-            "(another kb serve?): set KB_HTTP_PORT (or --port) to a free port",
-            highlight=False,
-        )
+    if problem := bind_problem(settings.server.http_host, settings.server.http_port):
+        err.print(f"[bold red]error:[/] {problem}", highlight=False)
         raise typer.Exit(2)
     path = tokens_path(settings)
     try:

@@ -31,7 +31,7 @@ from kb_core.settings import Settings
 def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = True, timeout_s: float = 1800) -> int:
     from ingest.aws.local_stack import LocalAws
     from ingest.aws.target import forget_local_stack, record_local_stack
-    from kb_cli.lifecycle import port_in_use
+    from kb_cli.lifecycle import bind_problem
     from kb_core.db.migrations import migrate
     from kb_core.db.targets import resolve_database
     from kb_core.embedders import embedding_space_for
@@ -44,14 +44,12 @@ def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = 
         except UnsafeBind as exc:
             console.print(f"[bold red]error:[/] {exc}", highlight=False)
             return 2
-    if serve and port_in_use(settings.server.http_host, settings.server.http_port):
-        # Checked before anything is printed or started: finding out after the ingestion is too late.
-        console.print(
-            f"[bold red]error:[/] port {settings.server.http_port} on {settings.server.http_host} is in use "
-            "(another `make run` or `kb serve`?): set KB_HTTP_PORT to a free port",
-            highlight=False,
-            soft_wrap=True,
-        )
+    # Checked before anything is printed or started: finding out after the ingestion is too late.
+    hint = "(another `make run` or `kb serve`?)"
+    if serve and (
+        problem := bind_problem(settings.server.http_host, settings.server.http_port, hint=hint, flags=False)
+    ):
+        console.print(f"[bold red]error:[/] {problem}", highlight=False, soft_wrap=True)
         return 2
     plain_logging(logging.WARNING)  # the progress bar owns the terminal until the server starts
     console.rule("[bold]kosha-kb")
