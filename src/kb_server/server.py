@@ -225,6 +225,9 @@ def clean_query(query: str) -> str:
         raise ToolError("query is empty: ask in words, for example 'wire transfer cut-off time'")
     if len(text) > MAX_QUERY_CHARS:
         raise ToolError(f"query is {len(text)} characters long; keep it under {MAX_QUERY_CHARS}")
+    # Punctuation or symbols alone match no word, so the answer would be the chunks nearest a meaningless vector.
+    if not any(unicodedata.category(ch)[0] in "LN" for ch in text):
+        raise ToolError(f"query {text!r} has no words: ask in words, for example 'wire transfer cut-off time'")
     return text
 
 

@@ -112,9 +112,10 @@ def test_an_unreachable_database_stops_the_command_with_one_line_naming_database
     ("arguments", "message"),
     [
         (["   "], "error: query is empty: ask in words"),
+        (["?!…"], "error: query '?!…' has no words: ask in words"),
         (["wire transfer", "-d", "marketing"], "error: unknown department 'marketing'; the departments are: "),
     ],
-    ids=["empty query", "unknown department"],
+    ids=["empty query", "punctuation only", "unknown department"],
 )
 def test_search_refuses_what_the_mcp_tool_refuses_in_one_line(
     fresh_state_dir: Path, arguments: list[str], message: str

@@ -163,6 +163,8 @@ async def test_when_the_query_embedding_times_out_the_answer_is_degraded_not_lat
     ("arguments", "message"),
     [
         ({"query": "   "}, "query is empty"),
+        # Punctuation alone is no question: it used to answer with the chunks nearest a meaningless vector.
+        ({"query": "!!!???"}, "query '!!!???' has no words: ask in words"),
         ({"query": "x" * 1200}, "keep it under 1000"),
         ({"query": "fees", "departments": ["marketing"]}, "unknown department 'marketing'"),
         ({"query": "fees", "top_k": 0}, "top_k must be a whole number from 1 to 50 (got 0)"),
