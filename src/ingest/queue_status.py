@@ -3,7 +3,9 @@
 The dead-letter queue is read without consuming it: its messages are received, then made visible again
 at once, so a redrive right after sees them all. Each dead message's object key comes from its S3 event;
 its last error is the newest failure the writer recorded for that object (kb.ingest_log), or the newest hand-back
-('deferred': the Lambda worker's invocation had no time left to start it) if that came later.
+('deferred': the Lambda worker's invocation had no time left to start it) if that came later. A dead message
+whose object was ingested after that failure (a good file uploaded over the bad one) is marked as such: it is
+stale, and only a redrive (which ingests it as unchanged) takes it, and the alarm, away.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class DeadMessage:
     source_uri: str | None  # None when the body is not an S3 event
     receives: int
     last_error: str | None
+    since_ingested: str | None = None  # "CMP-SOP-091 v1.0": its object was ingested after the failure
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,9 @@ def _alarm(cloudwatch: Any, dlq_depth: int, local: bool) -> tuple[str, str]:
     return state, reason
 
 
-def _recorded(conninfo: str, uris: list[str], recent: int) -> tuple[dict[str, str], list[Outcome], dict[str, int]]:
+def _recorded(
+    conninfo: str, uris: list[str], recent: int
+) -> tuple[dict[str, str], dict[str, str], list[Outcome], dict[str, int]]:
     with psycopg.connect(conninfo, autocommit=True, connect_timeout=3) as conn:
         errors: dict[str, str] = dict(
             conn.execute(
@@ -117,6 +122,16 @@ def _recorded(conninfo: str, uris: list[str], recent: int) -> tuple[dict[str, st
                 (uris,),
             ).fetchall()
         )
+        ingested: dict[str, str] = {
+            uri: f"{doc_code} v{version}"
+            for uri, outcome, doc_code, version in conn.execute(
+                """SELECT DISTINCT ON (source_uri) source_uri, outcome, doc_code, version FROM kb.ingest_log
+                   WHERE source_uri = ANY(%s) AND outcome <> 'deferred'
+                   ORDER BY source_uri, event_id DESC""",
+                (uris,),
+            ).fetchall()
+            if outcome in ("ingested", "unchanged") and doc_code
+        }
         rows = conn.execute(
             """SELECT at, outcome, source_uri, doc_code, version, detail FROM kb.ingest_log
                ORDER BY event_id DESC LIMIT %s""",
@@ -125,7 +140,7 @@ def _recorded(conninfo: str, uris: list[str], recent: int) -> tuple[dict[str, st
         counts: dict[str, int] = dict(
             conn.execute("SELECT status::text, count(*) FROM kb.documents GROUP BY 1").fetchall()
         )
-    return errors, [Outcome(*row) for row in rows], counts
+    return errors, ingested, [Outcome(*row) for row in rows], counts
 
 
 def queue_status(
@@ -145,8 +160,12 @@ def queue_status(
     status = QueueStatus(depth, in_flight, dlq_depth + dlq_hidden)
     status.alarm_state, status.alarm_reason = _alarm(cloudwatch, status.dlq_depth, local)
     errors: dict[str, str] = {}
+    ingested: dict[str, str] = {}
     if ingest_conninfo is not None:
         uris = [uri for uri, _ in dead if uri]
-        errors, status.recent, status.documents_by_status = _recorded(ingest_conninfo, uris, recent)
-    status.dead = [DeadMessage(uri, receives, errors.get(uri) if uri else None) for uri, receives in dead]
+        errors, ingested, status.recent, status.documents_by_status = _recorded(ingest_conninfo, uris, recent)
+    status.dead = [
+        DeadMessage(uri, receives, errors.get(uri), ingested.get(uri)) if uri else DeadMessage(None, receives, None)
+        for uri, receives in dead
+    ]
     return status

@@ -30,13 +30,21 @@ def print_status(console: Console, settings: Settings, status: QueueStatus) -> N
         # The worker reads the object from the bucket again: a bad file is fixed by uploading a good one (which
         # ingests it by itself), a cause outside the file (database, embedder) by redriving once it is gone.
         console.print(
-            "\n[bold]dead-lettered files[/] (a bad file: fix it and `.venv/bin/poe corpus:upload`; another cause, "
-            "such as the database or embedder being down: fix it, then `.venv/bin/poe corpus:redrive`):",
+            "\n[bold]dead-lettered files[/] (a bad file: fix it and `.venv/bin/poe corpus:upload`, then redrive to "
+            "clear its dead letter; another cause, such as the database or embedder being down: fix it, then "
+            "`.venv/bin/poe corpus:redrive`):",
             soft_wrap=True,
         )
         for dead in status.dead:
             where = dead.source_uri or "(not an S3 event)"
             console.print(f"  {where}: {dead.last_error or 'no error recorded'}", soft_wrap=True, highlight=False)
+            if dead.since_ingested:
+                console.print(
+                    f"    since fixed: {dead.since_ingested} was ingested from it after that failure; "
+                    "`.venv/bin/poe corpus:redrive` clears this dead letter (it ingests as unchanged)",
+                    soft_wrap=True,
+                    highlight=False,
+                )
     if status.recent:
         console.print("\n[bold]recent ingest outcomes[/] (newest first):")
         for outcome in status.recent:

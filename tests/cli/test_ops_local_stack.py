@@ -145,6 +145,21 @@ def test_a_broken_file_reaches_the_dlq_and_kb_aws_status_shows_it_with_its_error
         fixed = kb(held_database, "aws", "upload", str(folder))
         assert "1 uploaded" in fixed.stdout, fixed.stderr
         assert wait_until(lambda: live_versions(held_database, "FIN-GDE-008") == 1, timeout=120)
+        # The dead letter is now stale: status says so and that a redrive clears it, and the redrive does.
+        stale = " ".join(kb(held_database, "aws", "status").stdout.split())
+        assert "dead letters 1" in stale and "ALARM" in stale
+        assert (
+            "since fixed: FIN-GDE-008 v" in stale and "`.venv/bin/poe corpus:redrive` clears this dead letter" in stale
+        )
+        redrive = kb(held_database, "aws", "redrive")
+        assert redrive.returncode == 0, redrive.stderr
+
+        def cleared() -> bool:
+            text = " ".join(kb(held_database, "aws", "status", timeout=120).stdout.split())
+            return "dead letters 0" in text and "alarm OK" in text
+
+        assert wait_until(cleared, timeout=120, step=3)
+        assert live_versions(held_database, "FIN-GDE-008") == 1  # ingested as unchanged, not twice
 
         # The bucket follows the folder: a deleted file is listed by a dry run, then deleted (and withdrawn).
         (folder / "lending" / "LND-REF-007.md").unlink()

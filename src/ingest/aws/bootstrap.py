@@ -88,8 +88,8 @@ def bootstrap(settings: AwsSettings) -> Stack:
     client("cloudwatch", settings).put_metric_alarm(
         AlarmName=ALARM_NAME,
         AlarmDescription="A document failed ingestion 3 times and is in the dead-letter queue (`kb aws status` "
-        "gives the reason): a bad file is fixed by uploading a good one, another cause by fixing it and then "
-        "running `poe corpus:redrive`.",
+        "gives the reason): a bad file is fixed by uploading a good one, another cause by fixing it; either way "
+        "`poe corpus:redrive` then clears the queue and this alarm.",
         Namespace="AWS/SQS",
         MetricName="ApproximateNumberOfMessagesVisible",
         Dimensions=[{"Name": "QueueName", "Value": settings.dead_letter_queue}],
