@@ -233,7 +233,13 @@ def injection_metadata(findings: Sequence[InjectionFinding]) -> dict[str, object
     return {"injection": [{"rule": f.rule, "excerpt": f.excerpt} for f in findings]} if findings else {}
 
 
-def withdraw(conn: psycopg.Connection, source_uri: str, *, retention_days: int | None = None) -> list[tuple[str, str]]:
+def withdraw(
+    conn: psycopg.Connection,
+    source_uri: str,
+    *,
+    retention_days: int | None = None,
+    reason: str = "source object removed",
+) -> list[tuple[str, str]]:
     """Withdraw every version stored from `source_uri`; return their (doc code, version)s.
 
     A withdrawn version keeps its row and chunks, with status `withdrawn`, the time and the status it had:
@@ -252,9 +258,7 @@ def withdraw(conn: psycopg.Connection, source_uri: str, *, retention_days: int |
     conn.execute("UPDATE kb.chunks SET is_effective = false WHERE doc_id = ANY(%s)", ([r[0] for r in rows],))
     kept = "kept as withdrawn" if retention_days != 0 else "deleted (KB_WITHDRAWN_RETENTION_DAYS=0)"
     for _, doc_code, version in rows:
-        log_event(
-            conn, source_uri, "withdrawn", doc_code=doc_code, version=version, detail=f"source object removed; {kept}"
-        )
+        log_event(conn, source_uri, "withdrawn", doc_code=doc_code, version=version, detail=f"{reason}; {kept}")
     if retention_days is not None:
         prune_withdrawn(conn, retention_days)
     return [(r[1], r[2]) for r in rows]

@@ -29,8 +29,14 @@ def withdraw_document(
     withdrawn: list[tuple[str, str]] = []
     with conn.transaction():
         for uri in uris:
-            withdrawn += withdraw(conn, uri, retention_days=retention_days)
+            withdrawn += withdraw(conn, uri, retention_days=retention_days, reason="withdrawn by its doc code")
     return withdrawn
+
+
+def stored_versions(conn: psycopg.Connection, doc_code: str) -> int:
+    """How many versions of `doc_code` are stored, withdrawn ones included."""
+    row = conn.execute("SELECT count(*) FROM kb.documents WHERE doc_code = %s", (doc_code,)).fetchone()
+    return int(row[0]) if row else 0
 
 
 def orphaned_sources(conn: psycopg.Connection, bucket: str, present_keys: Iterable[str]) -> list[str]:

