@@ -14,12 +14,25 @@ app = typer.Typer(no_args_is_help=True, help="Bearer tokens for the HTTP transpo
 def tokens_add(
     name: str = typer.Argument(..., help="Who or what holds the token, e.g. alice-laptop."),
     role: str = typer.Option(..., help="demo_readonly, support_agent, analyst or compliance_officer."),
+    replace: bool = typer.Option(False, "--replace", help="Issue a new token for a name that has one already."),
 ) -> None:
     """Create a token with a role; only its sha256 is stored. The token is printed once."""
-    from kb_server.tokens import add_token
+    from kb_server.tokens import add_token, read_tokens
 
     path = tokens_path(settings_or_exit())
     chosen = role_or_exit(role)
+    # The name is who the audit log says called: it has to read as someone.
+    if not name.strip() or name != name.strip() or not name.isprintable():
+        err.print(f"[bold red]error:[/] {name!r} is not a token name: use one such as alice-laptop", highlight=False)
+        raise typer.Exit(2)
+    held = next((e for e in read_tokens(path).values() if e.name == name), None)
+    if held is not None and not replace:
+        err.print(
+            f"[bold red]error:[/] {name} has a token already ({held.role.value}, created {held.created or '-'}): "
+            "add --replace to issue a new one (the old one stops working), or choose another name",
+            highlight=False,
+        )
+        raise typer.Exit(2)
     token = add_token(path, name, chosen)
     err.print(f"token for {name} ({chosen.value}) stored as a hash in {path}; it is shown only now:", highlight=False)
     console.print(token, highlight=False)
@@ -36,7 +49,8 @@ def tokens_list() -> None:
     if not entries:
         err.print(f"no tokens in {path}; create one with `kb tokens add NAME --role ROLE`", highlight=False)
         return
-    width = max(len(e.name) for e in entries)
+    width = max(len("name"), *(len(e.name) for e in entries))
+    console.print(f"[bold]{'name':<{width}}  {'role':<18}  created[/]", highlight=False)
     for entry in entries:
         console.print(f"{entry.name:<{width}}  {entry.role.value:<18}  {entry.created or '-'}", highlight=False)
 

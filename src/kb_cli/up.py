@@ -26,6 +26,7 @@ from kb_cli.logs import plain_logging
 from kb_core.embedders import Embedder, make_embedder
 from kb_core.roles import Role
 from kb_core.settings import Settings
+from kb_core.words import counted
 
 
 def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = True, timeout_s: float = 1800) -> int:
@@ -99,7 +100,7 @@ def _run_stack(
     withdrawn = reconcile_with_folder(settings, targets.ingest, stack.bucket, corpus)
     if withdrawn:
         console.print(
-            f"[green]✓[/] withdrew {len(withdrawn)} documents whose file is gone from {corpus}/: "
+            f"[green]✓[/] withdrew {counted(len(withdrawn), 'document')} whose file is gone from {corpus}/: "
             + ", ".join(withdrawn),
             highlight=False,
             soft_wrap=True,

@@ -14,6 +14,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from kb_core.words import counted
+
 
 @dataclass(frozen=True)
 class RedriveReport:
@@ -48,7 +50,7 @@ def redrive(
         task = tasks[0] if tasks else {}
         status = task.get("Status", "UNKNOWN")
         moved, total = task.get("ApproximateNumberOfMessagesMoved", 0), task.get("ApproximateNumberOfMessagesToMove")
-        say(f"redrive {status.lower()}: {moved} of {total if total is not None else '?'} messages moved")
+        say(f"redrive {status.lower()}: {moved} of {counted(total, 'message') if total is not None else '?'} moved")
         if status in ("COMPLETED", "FAILED", "CANCELLED"):
             if status == "FAILED":
                 say(f"redrive failed: {task.get('FailureReason', 'no reason given')}")
@@ -69,7 +71,7 @@ def _move_by_hand(sqs: Any, dlq_url: str, queue_url: str, say: Callable[[str], N
             say(f"redrive stopped: {exc}")
             return RedriveReport("receive-send-delete", moved, "FAILED")
         if not messages:
-            say(f"redrive completed: {moved} messages moved")
+            say(f"redrive completed: {counted(moved, 'message')} moved")
             return RedriveReport("receive-send-delete", moved, "COMPLETED")
         for message in messages:
             # Send first, delete after: a crash in between duplicates a message, which ingestion tolerates,
@@ -77,4 +79,4 @@ def _move_by_hand(sqs: Any, dlq_url: str, queue_url: str, say: Callable[[str], N
             sqs.send_message(QueueUrl=queue_url, MessageBody=message["Body"])
             sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
             moved += 1
-        say(f"redrive in progress: {moved} messages moved")
+        say(f"redrive in progress: {counted(moved, 'message')} moved")
