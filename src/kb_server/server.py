@@ -498,6 +498,8 @@ def _register_tools(server: MCPServer) -> None:
             raise ToolError(str(exc)) from None
         if not normalized_quote(quote):
             raise ToolError("quote is empty: pass the words you quote from the cited section")
+        if cited.department not in DEPARTMENTS:
+            raise ToolError(_unknown_department(cited.department))
         version = _check_version(cited.version) if cited.version is not None else None
         code = _check_doc_code(cited.doc_code)
         async with connection(ctx) as conn:
@@ -505,11 +507,31 @@ def _register_tools(server: MCPServer) -> None:
             if document is None:
                 raise ToolError(await _not_found_in(conn, ctx, code, version))
         if document.department != cited.department:
-            raise ToolError(_not_found(code, version))
+            raise ToolError(_wrong_department(document, cited.department, version))
         result = verification_of(document, cited.section, quote)
         if result is None:
-            raise ToolError(f"{code} version {document.version} has no section #{(cited.section or '')[:40]}")
+            raise ToolError(_no_section(document, cited.section or ""))
         return result
+
+
+def _unknown_department(department: str) -> str:
+    return f"unknown department {department[:40]!r} in the citation; the departments are: {', '.join(DEPARTMENTS)}"
+
+
+def _wrong_department(document: StoredDocument, department: str, version: str | None) -> str:
+    # The caller may read it (fetch_document is under its ceiling): pointing to the right citation tells it
+    # nothing it could not list, where "not available" would send it looking elsewhere.
+    pinned = f"@{version}" if version else ""
+    return (
+        f"{document.doc_code} is a {document.department} document, not {department[:40]}: read "
+        f"kb://{document.department}/{document.doc_code}{pinned}"
+    )
+
+
+def _no_section(document: StoredDocument, section: str) -> str:
+    anchors = [stored.anchor for stored in document.sections]
+    listed = ", ".join(f"#{a}" for a in anchors[:12]) + (", …" if len(anchors) > 12 else "")
+    return f"{document.doc_code} version {document.version} has no section #{section[:40]}; its sections: {listed}"
 
 
 def summary_of(document: ListedDocument) -> DocumentSummary:
@@ -546,7 +568,9 @@ def document_detail(document: StoredDocument) -> DocumentDetail:
 def _register_resources(server: MCPServer) -> None:
     async def read(ctx: Context, department: str, doc_code: str, version: str | None = None) -> StoredDocument:
         code = doc_code.upper()
-        if department not in DEPARTMENTS or not DOC_CODE.match(code):
+        if department not in DEPARTMENTS:
+            raise ResourceNotFoundError(_unknown_department(department))
+        if not DOC_CODE.match(code):
             raise ResourceNotFoundError(_not_found(doc_code[:40]))
         if version is not None and not VERSION.match(version):
             raise ResourceNotFoundError(_not_found(code, version[:20]))
@@ -559,13 +583,7 @@ def _register_resources(server: MCPServer) -> None:
         if document is None:
             raise ResourceNotFoundError(missing or _not_found(code, version))
         if document.department != department:
-            # The caller may read it (fetch_document is under its ceiling): pointing to the right citation tells
-            # it nothing it could not list, where "not available" would send it looking elsewhere.
-            pinned = f"@{version}" if version else ""
-            raise ResourceNotFoundError(
-                f"{code} is a {document.department} document, not {department}: read kb://{document.department}/"
-                f"{code}{pinned}"
-            )
+            raise ResourceNotFoundError(_wrong_department(document, department, version))
         return document
 
     def section_of(document: StoredDocument, section: str) -> str:
@@ -588,11 +606,7 @@ def _register_resources(server: MCPServer) -> None:
                         "warning": SECTION_WARNING if stored.injection_suspect else None,
                     }
                 )
-        anchors = [stored.anchor for stored in document.sections]
-        listed = ", ".join(f"#{a}" for a in anchors[:12]) + (", …" if len(anchors) > 12 else "")
-        raise ResourceNotFoundError(
-            f"{document.doc_code} version {document.version} has no section #{section[:40]}; its sections: {listed}"
-        )
+        raise ResourceNotFoundError(_no_section(document, section))
 
     # Pinned templates first: the resource manager tries templates in order, and the unpinned ones would
     # otherwise match "CMP-SOP-004@2.0" as a doc code.

@@ -242,6 +242,9 @@ async def test_citations_resolve_as_resources_under_the_same_ceiling(corpus_data
             await client.read_resource("kb://legal/CMP-SOP-006")  # restricted: the analyst may not read it
         with pytest.raises(MCPError) as missing:
             await client.read_resource("kb://legal/CMP-SOP-999")
+        with pytest.raises(MCPError) as unknown_department:
+            await client.read_resource("kb://marketing/CMP-SOP-004")
+    assert "unknown department 'marketing' in the citation; the departments are: " in str(unknown_department.value)
     assert "CMP-SOP-004 is a compliance document, not legal: read kb://compliance/CMP-SOP-004" in str(
         wrong_department.value
     )

@@ -146,9 +146,15 @@ async def test_verify_quote_without_a_section_searches_the_whole_version(corpus_
     ("citation", "message"),
     [
         ("https://example.com/CMP-SOP-004", "is not a kb:// citation"),
-        ("kb://compliance/CMP-SOP-004@3.1#99", "has no section #99"),
+        ("kb://compliance/CMP-SOP-004@3.1#99", "has no section #99; its sections: #"),
         ("kb://compliance/CMP-SOP-004@v3#4.2", "dotted numbers such as 3.1"),
-        ("kb://payments/CMP-SOP-004@3.1#4.2", "no document CMP-SOP-004 version 3.1 is available to you"),
+        # A document the caller may read, cited under another department: where to look, as a resource read says
+        # (it used to read "not available", which sends the caller looking elsewhere).
+        (
+            "kb://payments/CMP-SOP-004@3.1#4.2",
+            "CMP-SOP-004 is a compliance document, not payments: read kb://compliance/CMP-SOP-004@3.1",
+        ),
+        ("kb://marketing/CMP-SOP-004@3.1#4.2", "unknown department 'marketing' in the citation; the departments are"),
     ],
 )
 async def test_verify_quote_refuses_a_bad_citation_saying_what_to_change(
