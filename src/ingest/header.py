@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import date, datetime
+from typing import TypeVar
 
 from ingest.document import Header, HeaderError
 from kb_core.departments import DEPARTMENTS, DOC_CODE
@@ -23,6 +24,7 @@ FIELDS = (
 )
 LABELS = {name: name.replace("_", " ").capitalize() for name in FIELDS}  # 'Doc code', 'Effective date', ...
 STATUSES = ("effective", "superseded", "draft")
+T = TypeVar("T")
 VERSION = re.compile(r"^\d+(\.\d+){0,3}$")
 SEE = "see docs/header-block.md"
 
@@ -61,8 +63,16 @@ def repeated_header_field(keys: list[str]) -> str | None:
     return None
 
 
+class _FieldProblem(HeaderError):
+    """One field's problem; build_header reports every field's at once."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        self.part = f"{LABELS[name]} ({name}) {problem}"
+        super().__init__(f"header block: {self.part}; {SEE}")
+
+
 def _fail(name: str, problem: str) -> HeaderError:
-    return HeaderError(f"header block: {LABELS[name]} ({name}) {problem}; {SEE}")
+    return _FieldProblem(name, problem)
 
 
 def _text(raw: Mapping[str, object], name: str, max_length: int = 300) -> str:
@@ -86,49 +96,82 @@ def build_header(raw: Mapping[str, object]) -> Header:
         normalised[name] = value
     raw = normalised
 
+    # Every field is checked before any error is raised: a file with three bad fields takes one round trip to the
+    # dead-letter queue to fix, not three.
+    problems: list[str] = []
+
+    def checked(check: Callable[[], T]) -> T | None:
+        try:
+            return check()
+        except _FieldProblem as problem:
+            problems.append(problem.part)
+            return None
+
+    department = checked(lambda: _department(raw))
+    doc_code = checked(lambda: _doc_code(raw, department))
+    version = checked(lambda: _version(raw))
+    status = checked(lambda: _choice(raw, "status", STATUSES))
+    classification = checked(lambda: _classification(raw))
+    title = checked(lambda: _text(raw, "title"))
+    effective_date = checked(lambda: _date(raw.get("effective_date")))
+    owner = checked(lambda: _text(raw, "owner"))
+    regulatory_refs = checked(lambda: _refs(raw))
+    if problems:
+        raise HeaderError(f"header block: {'; '.join(problems)}; {SEE}")
+    assert department and doc_code and version and status and classification and title and owner
+    assert effective_date is not None and regulatory_refs is not None
+    return Header(
+        doc_code=doc_code,
+        title=title,
+        version=version,
+        status=status,
+        effective_date=effective_date,
+        owner=owner,
+        department=department,
+        classification=classification,
+        regulatory_refs=regulatory_refs,
+    )
+
+
+def _department(raw: Mapping[str, object]) -> str:
     department = _text(raw, "department").lower()
     if department not in DEPARTMENTS:
         raise _fail("department", f"is {department!r}; it must be one of {', '.join(DEPARTMENTS)}")
+    return department
 
+
+def _doc_code(raw: Mapping[str, object], department: str | None) -> str:
     doc_code = _text(raw, "doc_code").upper()
     match = DOC_CODE.match(doc_code)
     if not match:
         raise _fail("doc_code", f"is {doc_code!r}; the form is DEP-TYP-NNN, e.g. CMP-SOP-004")
-    if match.group(1) != DEPARTMENTS[department]:
+    if department is not None and match.group(1) != DEPARTMENTS[department]:
         raise _fail(
             "doc_code",
             f"{doc_code!r} starts with {match.group(1)}, but department {department!r} uses {DEPARTMENTS[department]}",
         )
+    return doc_code
 
+
+def _version(raw: Mapping[str, object]) -> str:
     version_value = raw.get("version")
     if isinstance(version_value, float):
         raise _fail("version", f'was read as the number {version_value}: quote it in YAML (version: "{version_value}")')
     version = _text(raw, "version").removeprefix("v").removeprefix("V")
     if not VERSION.match(version):
         raise _fail("version", f"is {version!r}; use dotted numbers such as 3.1 or 2.0.1")
+    return version
 
-    status = _text(raw, "status").lower()
-    if status not in STATUSES:
-        raise _fail("status", f"is {status!r}; it must be one of {', '.join(STATUSES)}")
 
-    classification_text = _text(raw, "classification").lower()
-    try:
-        classification = Classification(classification_text)
-    except ValueError:
-        levels = ", ".join(c.value for c in Classification)
-        raise _fail("classification", f"is {classification_text!r}; it must be one of {levels}") from None
+def _choice(raw: Mapping[str, object], name: str, choices: tuple[str, ...]) -> str:
+    value = _text(raw, name).lower()
+    if value not in choices:
+        raise _fail(name, f"is {value!r}; it must be one of {', '.join(choices)}")
+    return value
 
-    return Header(
-        doc_code=doc_code,
-        title=_text(raw, "title"),
-        version=version,
-        status=status,
-        effective_date=_date(raw.get("effective_date")),
-        owner=_text(raw, "owner"),
-        department=department,
-        classification=classification,
-        regulatory_refs=_refs(raw),
-    )
+
+def _classification(raw: Mapping[str, object]) -> Classification:
+    return Classification(_choice(raw, "classification", tuple(c.value for c in Classification)))
 
 
 def _date(value: object) -> date:

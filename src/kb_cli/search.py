@@ -9,7 +9,6 @@ import psycopg
 import typer
 from pgvector.psycopg import register_vector_async
 from rich.console import Console
-from rich.table import Table
 
 from kb_cli.common import console, friendly_errors, role_or_exit, settings_or_exit
 from kb_cli.prepare import prepare_database
@@ -62,17 +61,17 @@ async def run_search(
     if result.warning:
         console.print(f"[yellow]warning:[/] {result.warning}", highlight=False)
     if explain:
-        table = Table("#", "citation", "vector rank", "text rank", "score", "section", show_lines=False)
+        # One row per chunk in two lines, not a table: in an 80-column terminal a table cut the citation, the one
+        # thing a reader copies, to "kb://compliance/…".
         for n, hit in enumerate(hits[: len(result.documents)], start=1):
-            table.add_row(
-                str(n),
-                hit.citation,
-                str(hit.vector_rank or "–"),
-                str(hit.text_rank or "–"),
-                f"{hit.score:.5f}",
-                hit.section_path[:60] + (" ⚠ injection-suspect" if hit.injection_suspect else ""),
+            flag = " [red]⚠ injection-suspect[/]" if hit.injection_suspect else ""
+            console.print(
+                f"{n:>2}. [cyan]{hit.citation}[/]  vector rank {hit.vector_rank or '–'} · text rank "
+                f"{hit.text_rank or '–'} · score {hit.score:.5f}",
+                highlight=False,
+                soft_wrap=True,
             )
-        console.print(table)
+            console.print(f"    {hit.section_path}{flag}", highlight=False, soft_wrap=True)
         console.print(
             "score = 0.6 × vector similarity + 0.4 × BM25, each in standard deviations above the lowest of its "
             "leg's top 50 (– : not in that leg's top 50), + 0.05 for a leg's first, + 10 per identifier grade",

@@ -3,6 +3,7 @@ themselves, keep the bucket equal to the folder, withdraw what is gone, and show
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -99,6 +100,26 @@ def test_kb_withdraw_takes_a_document_out_by_its_code(held_database: Path, tmp_p
     assert unknown.returncode == 1 and "no stored document RSK-REF-999" in unknown.stderr
     malformed = kb(held_database, "withdraw", "bogus")
     assert malformed.returncode == 2 and "'bogus' is not a doc code" in malformed.stderr
+
+
+def test_the_explain_x_ray_shows_whole_citations_in_an_80_column_terminal(held_database: Path, tmp_path: Path) -> None:
+    done = kb(held_database, "ingest", str(small_corpus(tmp_path / "corpus")))
+    assert done.returncode == 0, done.stdout + done.stderr
+    # The README's X-ray, in the terminal width a new user is likely to have: a table cut citations to "kb://risk/…".
+    xray = kb(
+        held_database,
+        "search",
+        "credit risk appetite limits",
+        "--role",
+        "compliance_officer",
+        "--explain",
+        COLUMNS="80",
+    )
+    assert xray.returncode == 0, xray.stderr
+    rows = [line for line in xray.stdout.splitlines() if re.match(r"\s*\d+\. kb://", line)]
+    assert rows and all("…" not in row for row in rows), xray.stdout
+    assert all(re.match(r"\s*\d+\. kb://[a-z]+/[A-Z]{3}-[A-Z]{3}-\d{3}@[\d.]+#\S+  vector rank ", row) for row in rows)
+    assert any("kb://risk/RSK-REF-006@2.0#" in row for row in rows)
 
 
 def test_ops_commands_without_a_local_stack_or_real_aws_selected_say_how_to_get_one(fresh_state_dir: Path) -> None:

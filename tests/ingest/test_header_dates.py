@@ -23,3 +23,20 @@ def test_an_impossible_effective_date_in_front_matter_names_the_effective_date_f
 def test_a_valid_effective_date_is_still_read_as_a_date() -> None:
     document = parse_document(SOURCE.encode(), "RSK-REF-006.md", max_bytes=10**7)
     assert document.header.effective_date.isoformat() == "2026-01-01"
+
+
+def test_every_bad_header_field_is_named_in_one_error_not_one_per_attempt() -> None:
+    # Walking it, each field came back on its own: a file with two bad fields took two trips to the DLQ.
+    text = (
+        SOURCE.replace("classification: restricted", "classification: topsecret")
+        .replace("regulatory_refs: []\n", "")
+        .replace('version: "2.0"', "version: two")
+    )
+    with pytest.raises(ParseError) as caught:
+        parse_document(text.encode(), "RSK-REF-006.md", max_bytes=10**7)
+    message = str(caught.value)
+    assert message.startswith("header block: Version (version) is 'two'; use dotted numbers such as 3.1")
+    assert "; Classification (classification) is 'topsecret'; it must be one of public, internal," in message
+    assert "; Regulatory refs (regulatory_refs) is missing (write an empty list" in message
+    assert message.endswith("; see docs/header-block.md") and message.count("see docs/header-block.md") == 1
+    assert "\n" not in message
