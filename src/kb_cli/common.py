@@ -82,7 +82,7 @@ def role_or_exit(value: str) -> Any:
     from kb_core.roles import Role
 
     try:
-        return Role(value)
+        return Role(value.strip().lower())
     except ValueError:
         err.print(f"[bold red]error:[/] --role must be one of {', '.join(r.value for r in Role)}")
         raise typer.Exit(2) from None

@@ -198,6 +198,13 @@ class ServerSettings(BaseSettings):
     role: Role = Field(
         Role.DEMO_READONLY, validation_alias="KB_ROLE", description="The role of every request over stdio."
     )
+
+    @field_validator("role", mode="before")
+    @classmethod
+    def _folded_role(cls, value: object) -> object:
+        # Read as departments and doc codes are: "Analyst" and " analyst " name the analyst.
+        return value.strip().lower() if isinstance(value, str) else value
+
     http_host: str = Field("127.0.0.1", validation_alias="KB_HTTP_HOST")
     http_port: int = Field(8765, ge=1, le=65535, validation_alias="KB_HTTP_PORT")
     allowed_hosts: str | None = Field(

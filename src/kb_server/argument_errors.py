@@ -8,6 +8,7 @@ schema, so the sentence always matches what the schema advertises.
 
 from __future__ import annotations
 
+import json
 from difflib import get_close_matches
 from typing import Any
 
@@ -52,7 +53,9 @@ def describe(error: ValidationError, input_schema: dict[str, Any]) -> str:
     wanted = accepts(properties[name])
     if first["type"] == "missing":
         return f"{name} is required: {wanted}"
-    shown = repr(first.get("input"))
+    given = first.get("input")
+    # The caller wrote JSON: null and true read as it wrote them, not as Python's None and True.
+    shown = json.dumps(given) if given is None or isinstance(given, bool) else repr(given)
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
     where = f" (item {loc[1]})" if len(loc) > 1 and loc[1].isdigit() else ""
     sentence = f"{name} must be {wanted}{where} (got {shown})"

@@ -23,6 +23,7 @@ import ipaddress
 
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
+from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kb_core.settings import ServerSettings
@@ -72,6 +73,9 @@ class OriginHostMiddleware:
         if scope["type"] == "http":
             refused = await self.check.validate_request(Request(scope), is_post=False)
             if refused is not None:
-                await refused(scope, receive, send)
+                # The SDK's body only says "Invalid Host header": name the setting the server's operator changes.
+                setting = "KB_HTTP_ALLOWED_HOSTS" if refused.status_code == 421 else "KB_HTTP_ALLOWED_ORIGINS"
+                fix = f"{bytes(refused.body).decode(errors='replace')}: this server's {setting} does not list it"
+                await PlainTextResponse(fix, status_code=refused.status_code)(scope, receive, send)
                 return
         await self.app(scope, receive, send)

@@ -40,6 +40,12 @@ def test_a_bad_value_fails_with_a_message_naming_the_variable(monkeypatch, varia
     assert expected in str(caught.value)
 
 
+@pytest.mark.parametrize("value", ["Analyst", " ANALYST ", "analyst"])
+def test_kb_role_is_read_whatever_its_case_and_surrounding_spaces(monkeypatch, value):
+    monkeypatch.setenv("KB_ROLE", value)  # as department and status names are: "Analyst" was refused
+    assert load_settings().server.role is Role.ANALYST
+
+
 def test_a_secret_value_is_never_echoed_in_the_error(monkeypatch):
     monkeypatch.setenv("DATABASE_URL", "mysql://admin:hunter2@db/kb")
     with pytest.raises(ConfigError) as caught:

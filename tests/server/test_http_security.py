@@ -73,10 +73,12 @@ def test_on_loopback_a_foreign_origin_or_host_is_refused_on_every_path_before_au
                 method, f"{served.url}{path}", json=TOOLS_LIST, headers={**ACCEPT, **bearer(token), "Origin": origin}
             )
             assert response.status_code == 403, (path, origin, response.status_code)
+            assert response.text == "Invalid Origin header: this server's KB_HTTP_ALLOWED_ORIGINS does not list it"
         rebound = httpx2.request(
             method, f"{served.url}{path}", json=TOOLS_LIST, headers={**ACCEPT, "Host": f"evil.example:{port}"}
         )
         assert rebound.status_code == 421, (path, rebound.status_code)
+        assert rebound.text == "Invalid Host header: this server's KB_HTTP_ALLOWED_HOSTS does not list it"
     # the server's own loopback origin, and no Origin at all (non-browser clients), are served
     own = httpx2.post(
         f"{served.url}/mcp", json=INITIALIZE, headers={**ACCEPT, **bearer(token), "Origin": f"http://localhost:{port}"}
