@@ -199,7 +199,10 @@ def test_a_broken_file_reaches_the_dlq_and_kb_aws_status_shows_it_with_its_error
 
         # The bucket follows the folder: a deleted file is listed by a dry run, then deleted (and withdrawn).
         (folder / "lending" / "LND-REF-007.md").unlink()
+        (folder / "lending" / "notes.txt").write_text("not a document type: said, not skipped in silence\n")
         dry = kb(held_database, "aws", "upload", str(folder), "--dry-run")
+        assert "skipped 1 file of a type that is not a document (.docx, " in " ".join(dry.stdout.split())
+        assert "): lending/notes.txt" in dry.stdout
         assert "would delete lending/LND-REF-007.md" in dry.stdout
         assert "would upload 0, delete 1, leave 2 unchanged in s3://" in " ".join(dry.stdout.split())
         real = kb(held_database, "aws", "upload", str(folder))
