@@ -71,7 +71,7 @@ def test_a_file_deleted_while_the_stack_was_stopped_is_withdrawn_at_the_next_sta
     (folder / "lending" / "LND-REF-007.md").unlink()  # while nothing runs: no event will ever say so
     second = kb(held_database, "up", "--no-serve", "--corpus", str(folder))
     assert second.returncode == 0, second.stdout + second.stderr
-    assert "withdrew 1 documents" in second.stdout and "LND-REF-007" in second.stdout
+    assert "withdrew 1 document whose file is gone" in second.stdout and "LND-REF-007" in second.stdout
     assert live_versions(held_database, "LND-REF-007") == 0
     assert live_versions(held_database, "RSK-REF-006") == 1
 

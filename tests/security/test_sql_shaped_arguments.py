@@ -20,7 +20,12 @@ TOO_LONG = "must be text of at most"  # the input schema's max_length, checked b
 def calls_for(argument: str, value: str) -> tuple[str, dict[str, object], str | None]:
     """(tool, arguments, the words its error must contain, besides TOO_LONG; None: it answers normally)."""
     return {
-        "query": ("search_knowledge_base", {"query": value}, None),
+        # A query with no letter or digit ('$$', '_%_%') is refused for that, as data; any other is searched.
+        "query": (
+            "search_knowledge_base",
+            {"query": value},
+            None if any(c.isalnum() for c in value) else "has no words",
+        ),
         "departments": ("search_knowledge_base", {"query": "fees", "departments": [value]}, "unknown department"),
         "top_k": ("search_knowledge_base", {"query": "fees", "top_k": value}, "top_k must be a whole number"),
         "doc_code": ("get_document", {"doc_code": value}, "malformed doc code"),
