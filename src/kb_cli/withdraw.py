@@ -15,6 +15,7 @@ def withdraw(doc_code: str = typer.Argument(..., help="For example CMP-SOP-004."
     from ingest.withdrawals import stored_versions, withdraw_document
     from kb_cli.prepare import prepare_database
     from kb_core.departments import DOC_CODE
+    from kb_core.words import counted
 
     settings = settings_or_exit()
     code = doc_code.strip().upper()
@@ -27,7 +28,8 @@ def withdraw(doc_code: str = typer.Argument(..., help="For example CMP-SOP-004."
         stored = stored_versions(conn, code) if not withdrawn else 0
     if not withdrawn:
         if stored:
-            err.print(f"{code} is already withdrawn (all {stored} stored versions): nothing to do", highlight=False)
+            versions = counted(stored, "stored version")
+            err.print(f"{code} is already withdrawn ({versions}, every one withdrawn): nothing to do", highlight=False)
             return
         err.print(f"[bold red]error:[/] no stored document {code} (`kb db status` counts what is stored)")
         raise typer.Exit(1)

@@ -95,7 +95,10 @@ def test_kb_withdraw_takes_a_document_out_by_its_code(held_database: Path, tmp_p
     log = kb(held_database, "db", "status")
     assert "1 withdrawn" in " ".join(log.stdout.split()), log.stdout  # counted among the documents
     again = kb(held_database, "withdraw", "RSK-REF-006")
-    assert again.returncode == 0 and "RSK-REF-006 is already withdrawn (all 1 stored versions)" in again.stderr
+    assert (
+        again.returncode == 0
+        and "RSK-REF-006 is already withdrawn (1 stored version, every one withdrawn)" in again.stderr
+    )
     unknown = kb(held_database, "withdraw", "RSK-REF-999")
     assert unknown.returncode == 1 and "no stored document RSK-REF-999" in unknown.stderr
     malformed = kb(held_database, "withdraw", "bogus")
