@@ -86,11 +86,17 @@ def _part(run: Run, part: str) -> Scores:
     return Scores.of(_outcomes(run, part))
 
 
-def table_rank_share(run: Run) -> float:
-    """Share of the table questions whose first expected section came back at rank 3 or better."""
+def tables_at_rank_3(run: Run) -> tuple[int, int]:
+    """How many table questions had their first expected section come back at rank 3 or better, of how many."""
     tables = [o for o in run.outcomes if o.question.category == "table"]
     good = [o for o in tables if (r := first_match(o.ranked, o.question.expected[0])) is not None and r <= 3]
-    return len(good) / len(tables) if tables else 0.0
+    return len(good), len(tables)
+
+
+def table_rank_share(run: Run) -> float:
+    """Share of the table questions whose first expected section came back at rank 3 or better."""
+    good, tables = tables_at_rank_3(run)
+    return good / tables if tables else 0.0
 
 
 def _ablation_row(run: Run) -> str:

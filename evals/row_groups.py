@@ -15,7 +15,7 @@ import asyncio
 
 from evals.cache import CachingEmbedder
 from evals.golden import load_golden
-from evals.metrics import first_match
+from evals.report import tables_at_rank_3
 from evals.retrieval import Scores, run_questions
 from evals.run import CACHE, STATE, drop_database, fresh_database, ingest_corpus
 from evals.split import golden_part
@@ -43,13 +43,12 @@ def main(argv: list[str] | None = None) -> int:
             run = asyncio.run(run_questions(db.server, model, questions, mode="hybrid", name=f"rows {size}"))
             drop_database(superuser, f"eval_row_groups_{size}")
             scores = Scores.of(run.outcomes)
-            tables = [o for o in run.outcomes if o.question.category == "table"]
-            top3 = sum(1 for o in tables if (r := first_match(o.ranked, o.question.expected[0])) and r <= 3)
+            top3, tables = tables_at_rank_3(run)
             label = "no row groups" if size == 0 else f"{size} rows per group"
             mark = " (served)" if size == served[1] else ""
             print(
                 f"{label}{mark}: recall@5 {scores.recall_at_5:.3f} MRR {scores.mrr:.3f}; "
-                f"table questions at rank ≤ 3: {top3} of {len(tables)}",
+                f"table questions at rank ≤ 3: {top3} of {tables}",
                 flush=True,
             )
     finally:

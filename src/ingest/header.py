@@ -8,7 +8,7 @@ from datetime import date, datetime
 from typing import TypeVar
 
 from ingest.document import Header, HeaderError
-from kb_core.departments import DEPARTMENTS, DOC_CODE
+from kb_core.departments import DEPARTMENTS, DOC_CODE, DOC_STATUSES
 from kb_core.roles import Classification
 
 FIELDS = (
@@ -23,7 +23,7 @@ FIELDS = (
     "regulatory_refs",
 )
 LABELS = {name: name.replace("_", " ").capitalize() for name in FIELDS}  # 'Doc code', 'Effective date', ...
-STATUSES = ("effective", "superseded", "draft")
+STATUSES = DOC_STATUSES[:-1]  # a header cannot declare its document withdrawn
 T = TypeVar("T")
 VERSION = re.compile(r"^\d+(\.\d+){0,3}$")
 SEE = "see docs/header-block.md"

@@ -33,7 +33,7 @@ def db_status() -> None:
     """Which database is in use, its versions, migration level and embedding model."""
     from kb_core.db.status import database_status
     from kb_core.db.targets import resolve_database
-    from kb_server.server import STATUSES
+    from kb_core.departments import DOC_STATUSES
 
     settings = settings_or_exit()
     status = database_status(resolve_database(settings.database))
@@ -50,7 +50,7 @@ def db_status() -> None:
         docs = status.documents_by_status
         table.add_row(
             "documents",
-            f"{sum(docs.values())} (" + ", ".join(f"{docs.get(s, 0)} {s}" for s in STATUSES) + ")",
+            f"{sum(docs.values())} (" + ", ".join(f"{docs.get(s, 0)} {s}" for s in DOC_STATUSES) + ")",
         )
         chunks = status.chunks_by_classification
         table.add_row(

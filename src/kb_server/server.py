@@ -29,7 +29,7 @@ from psycopg_pool import PoolTimeout
 from pydantic import Field
 
 from kb_core.db.embedding_space import check_embedding_space
-from kb_core.departments import DEPARTMENTS, DOC_CODE
+from kb_core.departments import DEPARTMENTS, DOC_CODE, DOC_STATUSES
 from kb_core.embedders import Embedder, embedding_space_for, make_embedder
 from kb_core.roles import Role
 from kb_core.settings import Settings
@@ -76,7 +76,6 @@ MAX_RESULT_BYTES = 12 * 1024
 MAX_QUERY_CHARS = 1000
 MAX_LISTED = 200
 VERSION = re.compile(r"^[0-9]+(\.[0-9]+){0,3}$")
-STATUSES = ("effective", "superseded", "draft", "withdrawn")
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
 
@@ -435,8 +434,8 @@ def _register_tools(server: MCPServer) -> None:
         if department is not None:
             (department,) = check_departments([department]) or [department]
         status = status.strip().lower() if status is not None else None
-        if status is not None and status not in STATUSES:
-            raise ToolError(f"unknown status {status[:20]!r}; use {', '.join(STATUSES[:-1])} or {STATUSES[-1]}")
+        if status is not None and status not in DOC_STATUSES:
+            raise ToolError(f"unknown status {status[:20]!r}; use {', '.join(DOC_STATUSES[:-1])} or {DOC_STATUSES[-1]}")
         async with connection(ctx) as conn:
             rows, total = await list_documents(
                 conn, caller_role(ctx), department=department, status=status, limit=MAX_LISTED, as_of=as_of
