@@ -8,7 +8,7 @@ from datetime import date, datetime
 from typing import TypeVar
 
 from ingest.document import Header, HeaderError
-from kb_core.departments import DEPARTMENTS, DOC_CODE, DOC_STATUSES
+from kb_core.departments import DEPARTMENTS, DOC_CODE, DOC_STATUSES, DOC_VERSION
 from kb_core.roles import Classification
 
 FIELDS = (
@@ -25,7 +25,6 @@ FIELDS = (
 LABELS = {name: name.replace("_", " ").capitalize() for name in FIELDS}  # 'Doc code', 'Effective date', ...
 STATUSES = DOC_STATUSES[:-1]  # a header cannot declare its document withdrawn
 T = TypeVar("T")
-VERSION = re.compile(r"^\d+(\.\d+){0,3}$")
 SEE = "see docs/header-block.md"
 
 
@@ -158,7 +157,7 @@ def _version(raw: Mapping[str, object]) -> str:
     if isinstance(version_value, float):
         raise _fail("version", f'was read as the number {version_value}: quote it in YAML (version: "{version_value}")')
     version = _text(raw, "version").removeprefix("v").removeprefix("V")
-    if not VERSION.match(version):
+    if not DOC_VERSION.match(version):
         raise _fail("version", f"is {version!r}; use dotted numbers such as 3.1 or 2.0.1")
     return version
 

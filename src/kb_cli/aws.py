@@ -124,8 +124,7 @@ def upload_command(
 ) -> None:
     """Make the corpus bucket match a folder: upload the files that changed, delete the ones that are gone."""
     from ingest.aws.upload import upload_folder
-    from ingest.parsers import FORMATS
-    from kb_core.words import counted
+    from kb_cli.ingest_report import skipped_line
 
     settings = _settings()
     report = upload_folder(
@@ -145,14 +144,7 @@ def upload_command(
     else:
         out.print(f"{counts[0]} uploaded, {counts[1]} unchanged, {counts[2]} deleted in {where}", highlight=False)
     if report.skipped:
-        # Said, not silent: a file of another type in the folder is not in the bucket, so it is in no answer.
-        names = ", ".join(report.skipped[:5]) + (" ..." if len(report.skipped) > 5 else "")
-        kinds = ", ".join(sorted(FORMATS))
-        out.print(
-            f"skipped {counted(len(report.skipped), 'file')} of a type that is not a document ({kinds}): {names}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        out.print(skipped_line(report.skipped), highlight=False, soft_wrap=True)
 
 
 @aws_app.command("status")

@@ -11,7 +11,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ingest.parsers import FORMATS
 from ingest.pipeline import IngestResult
+from kb_core.words import counted
 
 
 @contextmanager
@@ -61,5 +63,11 @@ def print_summary(console: Console, results: list[IngestResult], skipped: list[P
             table.add_row(r.source_uri.rsplit("/", 1)[-1], r.reason or "")
         console.print(table)
     if skipped:
-        names = ", ".join(p.name for p in skipped[:5]) + (" ..." if len(skipped) > 5 else "")
-        console.print(f"  skipped {len(skipped)} files that are not documents: {names}", highlight=False)
+        console.print("  " + skipped_line([p.name for p in skipped]), highlight=False, soft_wrap=True)
+
+
+def skipped_line(names: list[str]) -> str:
+    """Said, not silent: a file of another type in the folder is in no answer."""
+    shown = ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
+    kinds = ", ".join(sorted(FORMATS))
+    return f"skipped {counted(len(names), 'file')} of a type that is not a document ({kinds}): {shown}"

@@ -10,7 +10,6 @@ string.
 from __future__ import annotations
 
 import json
-import re
 import unicodedata
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -29,7 +28,7 @@ from psycopg_pool import PoolTimeout
 from pydantic import Field
 
 from kb_core.db.embedding_space import check_embedding_space
-from kb_core.departments import DEPARTMENTS, DOC_CODE, DOC_STATUSES
+from kb_core.departments import DEPARTMENTS, DOC_CODE, DOC_STATUSES, DOC_VERSION
 from kb_core.embedders import Embedder, embedding_space_for, make_embedder
 from kb_core.roles import Role
 from kb_core.settings import Settings
@@ -75,7 +74,6 @@ MAX_CHUNKS = 8
 MAX_RESULT_BYTES = 12 * 1024
 MAX_QUERY_CHARS = 1000
 MAX_LISTED = 200
-VERSION = re.compile(r"^[0-9]+(\.[0-9]+){0,3}$")
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
 
@@ -249,7 +247,7 @@ def _check_doc_code(doc_code: str) -> str:
 
 
 def _check_version(version: str) -> str:
-    if not VERSION.match(version.strip()):
+    if not DOC_VERSION.match(version.strip()):
         raise ToolError(f"malformed version {version[:20]!r}: use dotted numbers such as 3.1")
     return version.strip()
 
@@ -400,7 +398,7 @@ def _register_tools(server: MCPServer) -> None:
         as_of: Annotated[date | None, AS_OF] = None,
     ) -> DocumentDetail:
         code = _check_doc_code(doc_code)
-        if version is not None and not VERSION.match(version.strip()):
+        if version is not None and not DOC_VERSION.match(version.strip()):
             raise ToolError(f"malformed version {version[:20]!r}: use dotted numbers such as 3.1")
         if version is not None and as_of is not None:
             raise ToolError("give a version or an as_of date, not both: a version names one text, as_of finds it")
@@ -571,7 +569,7 @@ def _register_resources(server: MCPServer) -> None:
             raise ResourceNotFoundError(_unknown_department(department))
         if not DOC_CODE.match(code):
             raise ResourceNotFoundError(_not_found(doc_code[:40]))
-        if version is not None and not VERSION.match(version):
+        if version is not None and not DOC_VERSION.match(version):
             raise ResourceNotFoundError(_not_found(code, version[:20]))
         try:
             async with connection(ctx) as conn:

@@ -40,3 +40,13 @@ def test_every_bad_header_field_is_named_in_one_error_not_one_per_attempt() -> N
     assert "; Regulatory refs (regulatory_refs) is missing (write an empty list" in message
     assert message.endswith("; see docs/header-block.md") and message.count("see docs/header-block.md") == 1
     assert "\n" not in message
+
+
+@pytest.mark.parametrize("digits", ["٣.٠", "３.１", "2.٠"])
+def test_a_version_in_digits_other_than_0_to_9_is_refused_in_the_header_not_by_the_database(digits: str) -> None:
+    # Python's \d takes any script's digits; the documents table's CHECK and the tools take 0-9 only, so such a
+    # version passed the header and then failed the whole transaction with a constraint violation.
+    text = SOURCE.replace('version: "2.0"', f'version: "{digits}"')
+    with pytest.raises(ParseError) as caught:
+        parse_document(text.encode(), "RSK-REF-006.md", max_bytes=10**7)
+    assert f"Version (version) is '{digits}'; use dotted numbers such as 3.1" in str(caught.value)
