@@ -59,9 +59,13 @@ def _before_search() -> Any:
 VARIANTS = {"before (ts_rank)": _before_search, "now (BM25)": lambda: hybrid_search}
 
 
-async def _time_cases(server: str, cases: list[tuple[Any, ...]], rounds: int) -> dict[str, dict[str, float]]:
-    samples: dict[str, list[float]] = {name: [] for name in VARIANTS}
-    searches = {name: make() for name, make in VARIANTS.items()}
+async def time_cases(
+    server: str, cases: list[tuple[Any, ...]], rounds: int, variants: dict[str, Any] = VARIANTS
+) -> dict[str, dict[str, float]]:
+    """min / p50 / p95 ms of each variant's search (a function making it) over `cases` (role, text, vector,
+    departments), the variants interleaved case by case so that both see the same load."""
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    searches = {name: make() for name, make in variants.items()}
     async with RoleConnections(server) as connections:
         for role, text, vector, departments in cases:  # warm-up, untimed
             for search in searches.values():
@@ -97,13 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     if corpus is not None:
         questions = load_golden()
         cases: list[tuple[Any, ...]] = [(q.role, q.question, model.embed_query(q.question), None) for q in questions]
-        timed = asyncio.run(_time_cases(corpus.server, cases, args.rounds))
+        timed = asyncio.run(time_cases(corpus.server, cases, args.rounds))
         lines += [
             f"## Corpus size ({len(questions)} golden questions × {args.rounds}, each as its own role)",
             "",
             "| | min / p50 / p95 ms |",
             "|---|---|",
-            *(f"| {name} | {_fmt(s)} |" for name, s in timed.items()),
+            *(f"| {name} | {fmt(s)} |" for name, s in timed.items()),
             "",
         ]
         print(lines[-4:], flush=True)
@@ -123,10 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     for kind, (term, _) in MARKERS.items():
         for filter_name, departments in FILTERS.items():
             cases = [(ROLE, term, v, departments) for v in vectors]
-            timed = asyncio.run(_time_cases(db.server, cases, args.rounds))
+            timed = asyncio.run(time_cases(db.server, cases, args.rounds))
             before, now = timed["before (ts_rank)"], timed["now (BM25)"]
             ratio = now["p95"] / before["p95"]
-            lines.append(f"| {kind} term, filter {filter_name} | {_fmt(before)} | {_fmt(now)} | {ratio:.2f} |")
+            lines.append(f"| {kind} term, filter {filter_name} | {fmt(before)} | {fmt(now)} | {ratio:.2f} |")
             print(lines[-1], flush=True)
     with psycopg.connect(superuser, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE bench_text_{args.scale} WITH (FORCE)")
@@ -134,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _fmt(s: dict[str, float]) -> str:
+def fmt(s: dict[str, float]) -> str:
     return f"{s['min']:.1f} / {s['p50']:.1f} / {s['p95']:.1f}"
 
 

@@ -50,6 +50,7 @@ def golden_runs() -> dict[str, dict[str, Any]]:
         "hybrid (default)": {},
         "hybrid, ts_rank text leg (before BM25)": {"text_rank": "ts_rank"},
         "hybrid, no identifier path": {"find_identifiers": False},
+        "hybrid, no hyphen spellings (before sql/013)": {"hyphen_spellings": False},
         "hybrid, BM25 k1 1.2 b 0.75, no title weight": {"bm25": PLAIN_BM25},
         "hybrid, LLD text leg (websearch AND, ts_rank_cd)": {"text_query": "websearch", "text_rank": "ts_rank_cd"},
         "vector only": {"mode": "vector"},
@@ -98,6 +99,12 @@ NPL: dict[str, dict[str, Any]] = {
     "vector only": {"mode": "vector", "text_query": "or", "text_rank": "bm25"},
     "hybrid (default)": {"mode": "hybrid", "text_query": "or", "text_rank": "bm25"},
     "hybrid, ts_rank text leg (before BM25)": {"mode": "hybrid", "text_query": "or", "text_rank": "ts_rank"},
+    "hybrid, no hyphen spellings (before sql/013)": {
+        "mode": "hybrid",
+        "text_query": "or",
+        "text_rank": "bm25",
+        "hyphen_spellings": False,
+    },
     "hybrid, LLD fusion (RRF k 60, equal weights)": {
         "mode": "hybrid",
         "text_query": "or",

@@ -94,6 +94,7 @@ async def run_questions(
     bm25: Bm25 | None = None,
     vectors: dict[str, np.ndarray] | None = None,
     find_identifiers: bool = True,
+    hyphen_spellings: bool = True,
     candidates: int = CANDIDATES,
 ) -> Run:
     """Every question as its own role (or `role` for all), the way search_knowledge_base runs it."""
@@ -118,6 +119,7 @@ async def run_questions(
                 fusion=fusion,
                 bm25=bm25,
                 find_identifiers=find_identifiers,
+                hyphen_spellings=hyphen_spellings,
                 as_of=question.as_of,
                 candidates=candidates,
             )

@@ -104,6 +104,7 @@ async def run(
     fusion: Fusion = DEFAULT_FUSION,
     bm25: Bm25 | None = None,
     vectors: dict[str, np.ndarray] | None = None,
+    hyphen_spellings: bool = True,
 ) -> dict[str, list[str]]:
     """qid -> ranked docnos (of `query_ids`, default every query); `vectors` reuses query embeddings."""
     scored = await run_scored(
@@ -117,6 +118,7 @@ async def run(
         fusion=fusion,
         bm25=bm25,
         vectors=vectors,
+        hyphen_spellings=hyphen_spellings,
     )
     return {qid: list(dict.fromkeys(docno for docno, _ in ranked)) for qid, ranked in scored.items()}
 
@@ -133,6 +135,7 @@ async def run_scored(
     fusion: Fusion = DEFAULT_FUSION,
     bm25: Bm25 | None = None,
     vectors: dict[str, np.ndarray] | None = None,
+    hyphen_spellings: bool = True,
 ) -> dict[str, list[tuple[str, float | None]]]:
     """qid -> (docno, score) of each hit in rank order: the leg's own score (cosine similarity or BM25) for a
     one-leg `mode`, the fused score for "hybrid". The tuner fuses the legs' scores this way (evals/tune.py)."""
@@ -160,6 +163,7 @@ async def run_scored(
                 with_text=mode != "vector",
                 fusion=fusion,
                 bm25=bm25,
+                hyphen_spellings=hyphen_spellings,
             )
             score = {"vector": "vector_score", "text": "text_score"}.get(mode, "score")
             rankings[qid] = [(str(int(h.doc_code.rsplit("-", 1)[1])), getattr(h, score)) for h in hits]

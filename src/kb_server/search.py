@@ -391,7 +391,16 @@ _QUERY_WORDS = """query AS (
             WHERE numnode(p) > 0) AS exact_identifiers,
            (SELECT coalesce(array_agg(doc_id), '{{}}') FROM kb.documents
             WHERE doc_code = ANY(%(identifiers)s::text[]) AND status = 'effective') AS named_documents{filtered}
-    FROM unnest(to_tsvector('english', %(text)s)) AS words(lexeme)
+    FROM (SELECT DISTINCT spelled.lexeme
+          FROM unnest(to_tsvector('english', %(text)s)) AS asked(lexeme)
+          -- the word as asked, and as the chunks this role may read spell it with or without hyphens ('emails'
+          -- also finds 'e-mail', 'on-call' also 'oncall'; sql/013): the parser keeps a hyphenated word whole
+          CROSS JOIN LATERAL (SELECT asked.lexeme
+                              UNION
+                              SELECT s.lexeme FROM kb.lexeme_stats s
+                              WHERE %(hyphen_spellings)s
+                                AND s.unhyphenated = replace(asked.lexeme, '-', '')) spelled
+         ) AS words(lexeme)
 )"""
 
 
@@ -455,11 +464,12 @@ def statement_params(
     fusion: Fusion = DEFAULT_FUSION,
     bm25: Bm25 = DEFAULT_BM25,
     find_identifiers: bool = True,
+    hyphen_spellings: bool = True,
     few_rows: int = FEW_ROWS,
     department_path_ratio: float = DEPARTMENT_PATH_RATIO,
 ) -> dict[str, object]:
-    """Every parameter the statement names (`find_identifiers` False: the evals' ablation; `few_rows` 0 turns
-    the department index paths off)."""
+    """Every parameter the statement names (`find_identifiers` or `hyphen_spellings` False: the evals'
+    ablations; `few_rows` 0 turns the department index paths off)."""
     return {
         "text": text,
         "vector": vector,
@@ -475,6 +485,7 @@ def statement_params(
         "zscore": fusion.method == "zscore",
         "identifier_bonus": fusion.identifier_bonus,
         "identifiers": identifiers_in(text) if find_identifiers else [],
+        "hyphen_spellings": hyphen_spellings,
         "as_of": None,
         "rescore": RESCORE_FACTOR * candidates,
         "few_rows": few_rows,
@@ -524,6 +535,7 @@ async def hybrid_search(
     fusion: Fusion = DEFAULT_FUSION,
     bm25: Bm25 | None = None,
     find_identifiers: bool = True,
+    hyphen_spellings: bool = True,
     as_of: date | None = None,
 ) -> list[Hit]:
     """Run the hybrid query as `role` in one round trip; `vector` None runs the full-text leg alone. With
@@ -541,6 +553,7 @@ async def hybrid_search(
         fusion=fusion,
         bm25=bm25,
         find_identifiers=find_identifiers,
+        hyphen_spellings=hyphen_spellings,
     )
     params["as_of"] = as_of
     # A generic plan cannot see a date's or a department filter's selectivity (nor drop the NULL filter): at

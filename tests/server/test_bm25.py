@@ -11,7 +11,8 @@ from tests.support.documents import markdown_document
 
 from kb_core.db.targets import DatabaseTargets
 from kb_core.roles import Role
-from kb_server.search import hybrid_search
+from kb_server.db.reader import reader_transaction
+from kb_server.search import _QUERY_WORDS, hybrid_search, statement_params
 
 pytestmark = pytest.mark.anyio
 
@@ -120,3 +121,53 @@ async def test_a_rare_word_outweighs_many_occurrences_of_a_common_one(common_and
     # twenty sections share far below the one only one section has.
     assert await _first(common_and_rare, "ledger reconciliation", "ts_rank") == "20. Ledger"
     assert await _first(common_and_rare, "ledger reconciliation", "bm25") == "21. Close"
+
+
+@pytest.fixture
+def hyphenated(ingestor, database: DatabaseTargets) -> DatabaseTargets:
+    """A public section spelling 'E-mail' and one spelling 'oncall', among others sharing neither."""
+    sections = {
+        "1. Mailboxes": "Retain each E-mail message for seven years after it is sent.",
+        "2. Rota": "The oncall engineer acknowledges a page within five minutes.",
+        "3. Paper": "Printed letters are scanned and shredded within a week.",
+        "4. Chat": "Chat transcripts are kept for two years.",
+    }
+    ingest(ingestor, markdown_document("SEC-SOP-904", classification="public", sections=sections), "file:///c/h.md")
+    # The only 'in-app' spelling is above the public role's ceiling.
+    secret = {"1. Messages": "In-app messages to the board are kept for ten years."}
+    ingest(ingestor, markdown_document("FIN-SOP-905", classification="restricted", sections=secret), "file:///c/r.md")
+    return database
+
+
+async def _sections(database: DatabaseTargets, text: str, *, role: Role = Role.DEMO_READONLY, **kwargs) -> list[str]:
+    async with await psycopg.AsyncConnection.connect(database.reader(role), autocommit=True) as conn:
+        await register_vector_async(conn)
+        hits = await hybrid_search(conn, role, text=text, vector=None, departments=None, limit=5, **kwargs)
+    return [h.section_path for h in hits]
+
+
+async def test_a_word_is_found_however_its_hyphens_are_written(hyphenated):
+    # The parser keeps 'E-mail' whole (lexeme 'e-mail'), so "emails" (lexeme 'email') matched nothing.
+    assert await _sections(hyphenated, "emails", hyphen_spellings=False) == []
+    assert await _sections(hyphenated, "emails") == ["1. Mailboxes"]
+    assert (await _sections(hyphenated, "how long do we keep e-mails"))[0] == "1. Mailboxes"
+    # And the other way: the question hyphenates what the chunk writes as one word.
+    assert await _sections(hyphenated, "on-call", hyphen_spellings=False) == []
+    assert await _sections(hyphenated, "on-call") == ["2. Rota"]
+
+
+async def test_a_spelling_only_above_the_roles_ceiling_adds_nothing_to_its_question(hyphenated):
+    # The spellings come from the statistics rows the role may read (sql/008's policy): the public role's
+    # "inapp" stays one word, so not even its share of the match cap says an 'in-app' exists above it.
+    words = {}
+    for role in (Role.DEMO_READONLY, Role.COMPLIANCE_OFFICER):
+        login = hyphenated.reader(role)
+        async with (
+            await psycopg.AsyncConnection.connect(login, autocommit=True) as conn,
+            reader_transaction(conn, role) as tx,
+        ):
+            statement = "WITH " + _QUERY_WORDS.format(tsq="NULL", filtered="") + " SELECT lexemes FROM query"
+            cursor = await tx.execute(statement, statement_params(text="inapp", vector=None, departments=None, limit=5))
+            words[role] = sorted((await cursor.fetchone())[0])
+    assert words == {Role.DEMO_READONLY: ["inapp"], Role.COMPLIANCE_OFFICER: ["in-app", "inapp"]}
+    assert await _sections(hyphenated, "inapp", role=Role.COMPLIANCE_OFFICER) == ["1. Messages"]

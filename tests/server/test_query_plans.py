@@ -192,3 +192,12 @@ def test_the_statement_that_allows_a_filter_still_answers_without_one(managed_li
         targets.server, Role.DEMO_READONLY, hybrid_sql(with_vector=True, department_filter=False), params(words)
     )
     assert len(with_paths) == 8 and with_paths == without
+
+
+def test_a_words_other_spellings_are_looked_up_through_the_statistics_index_not_a_scan(managed_like):
+    """sql/013: under the row policy a condition may use an index only if it is leakproof; `replace()` on the
+    lexeme is not, so the statistics keep the spelling without hyphens as a column and the lookup compares it."""
+    targets, _ = managed_like
+    explained = executed(targets.server, hybrid_sql(with_vector=True), params(MARKERS["rare"][0] + " e-mail"))
+    assert "Scan on lexeme_stats_unhyphenated" in explained or "Scan using lexeme_stats_unhyphenated" in explained
+    assert "Seq Scan on lexeme_stats" not in explained, explained
