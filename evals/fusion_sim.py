@@ -8,7 +8,10 @@ with the identifier bonus the served hybrid gave), and then changed:
   as if every window were indexed as a row group is; "mix" averages that with the chunk's own similarity;
 - document diversity: the result is taken greedily, each document's later chunks losing λ (in the fused
   score's units, standard deviations) per chunk of it already taken, for questions whose answer spans two
-  documents.
+  documents;
+- followed references: the chunks of a document that the first N fused chunks name by its code (another
+  document than theirs) gain β, for cross-reference questions whose second section is in the document the
+  first one points to.
 
 The held-out questions are never read here. The report's rows (evals/report.py DEV_ONLY_ROWS) quote this output.
 """
@@ -16,6 +19,7 @@ The held-out questions are never read here. The report's rows (evals/report.py D
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,6 +40,7 @@ from kb_server.search import DEFAULT_BM25, DEFAULT_FUSION
 Key = tuple[str, str, str]  # doc_code, version, section_path
 Legs = dict[str, list[tuple[Key, float]]]
 DEPTH = 20
+DOC_CODE_IN_TEXT = re.compile(r"\b[A-Z]{3}-[A-Z]{3}-[0-9]{3,6}\b")
 
 
 def windows(content: str, size: int = 2) -> list[str]:
@@ -63,6 +68,17 @@ def diversified(legs: Legs, bonus: dict[Key, float], penalty: float) -> list[Key
         per_document[key[0]] = per_document.get(key[0], 0) + 1
         del rest[key]
     return taken
+
+
+def followed(
+    served: list[Key], contents: dict[Key, set[str]], legs: Legs, bonus: dict[Key, float], top: int, gain: float
+) -> list[Key]:
+    """The fused ranking again, each chunk of a document the first `top` name (by code, not their own) + `gain`."""
+    own = {key[0] for key in served[:top]}
+    named = {code for key in served[:top] for text in contents[key] for code in DOC_CODE_IN_TEXT.findall(text)}
+    scored, _ = fused_scores(legs, DEFAULT_FUSION, bonus)
+    raised = {key: score + (gain if key[0] in named - own else 0.0) for key, score in scored.items()}
+    return sorted(raised, key=lambda key: -raised[key])[:DEPTH]
 
 
 async def main() -> int:
@@ -123,6 +139,10 @@ async def main() -> int:
     for penalty in (0.1, 0.2, 0.3):
         ranked = {q.id: diversified(legs[q.id], bonus[q.id], penalty) for q in questions}
         variants[f"document diversity, λ {penalty}"] = ranked
+    for top in (1, 2):
+        for gain in (0.2, 0.5):
+            ranked = {q.id: followed(served[q.id], contents, legs[q.id], bonus[q.id], top, gain) for q in questions}
+            variants[f"followed references, first {top}, β {gain}"] = ranked
     for name, ranked in variants.items():
         print(f"{name}: {scores(questions, ranked)}")
     return 0

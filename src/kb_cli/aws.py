@@ -121,15 +121,27 @@ def upload_command(
         True, "--delete/--keep-deleted", help="Delete objects whose file is gone, which withdraws their documents."
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be uploaded and deleted; change nothing."),
+    delete_most: bool = typer.Option(
+        False, "--delete-most", help="Delete even when most of the bucket's objects would go (refused otherwise)."
+    ),
 ) -> None:
     """Make the corpus bucket match a folder: upload the files that changed, delete the ones that are gone."""
-    from ingest.aws.upload import upload_folder
+    from ingest.aws.upload import MostOfBucket, upload_folder
     from kb_cli.ingest_report import skipped_line
 
     settings = _settings()
-    report = upload_folder(
-        client("s3", settings.aws), settings.aws.corpus_bucket, folder, delete=delete, dry_run=dry_run
-    )
+    try:
+        report = upload_folder(
+            client("s3", settings.aws),
+            settings.aws.corpus_bucket,
+            folder,
+            delete=delete,
+            dry_run=dry_run,
+            delete_most=delete_most,
+        )
+    except MostOfBucket as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
     out = Console()
     if dry_run:
         for key in report.uploaded:
@@ -141,6 +153,14 @@ def upload_command(
     if dry_run:
         summary = f"would upload {counts[0]}, delete {counts[2]}, leave {counts[1]} unchanged in {where}"
         out.print(summary + " (dry run: nothing was changed)", highlight=False)
+        if report.deletes_most and not delete_most:
+            out.print(
+                f"without --dry-run this is refused: {len(report.deleted)} of the {report.in_bucket} objects would be "
+                "deleted. The bucket mirrors the whole corpus folder: upload that folder, or pass --keep-deleted "
+                "or --delete-most",
+                highlight=False,
+                soft_wrap=True,
+            )
     else:
         out.print(f"{counts[0]} uploaded, {counts[1]} unchanged, {counts[2]} deleted in {where}", highlight=False)
     if report.skipped:

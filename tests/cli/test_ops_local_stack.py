@@ -211,6 +211,20 @@ def test_a_broken_file_reaches_the_dlq_and_kb_aws_status_shows_it_with_its_error
         real = kb(held_database, "aws", "upload", str(folder))
         assert "1 deleted" in real.stdout
         assert wait_until(lambda: live_versions(held_database, "LND-REF-007") == 0, timeout=120)
+
+        # The wrong folder (a subfolder: its files would go to other keys, and every other object be deleted) is
+        # refused before anything is written; a dry run says it would be.
+        wrong = folder / "lending"
+        dry = kb(held_database, "aws", "upload", str(wrong), "--dry-run")
+        assert "without --dry-run this is refused: " in " ".join(dry.stdout.split()), dry.stdout
+        refused = kb(held_database, "aws", "upload", str(wrong))
+        said = " ".join(refused.stderr.split())
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+        assert f"uploading {wrong} would delete " in said and "nothing was changed" in said, said
+        assert "pass --keep-deleted to upload without deleting, or --delete-most" in said
+        unchanged = kb(held_database, "aws", "upload", str(folder), "--dry-run")
+        assert "would upload 0, delete 0, leave 2 unchanged" in " ".join(unchanged.stdout.split()), unchanged.stdout
+        assert live_versions(held_database, "RSK-REF-006") == 1
     finally:
         if worker is not None:
             stop(worker)

@@ -17,20 +17,50 @@ class UploadReport:
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    in_bucket: int = 0  # objects in the bucket before
+
+    @property
+    def deletes_most(self) -> bool:
+        """Most of the bucket deleted: more like the wrong folder (a subfolder, an empty one) than files removed."""
+        return len(self.deleted) >= 2 and 2 * len(self.deleted) > self.in_bucket
 
 
-def upload_folder(s3: Any, bucket: str, folder: Path, *, delete: bool = False, dry_run: bool = False) -> UploadReport:
+class MostOfBucket(Exception):
+    """Refused, before anything was written: the folder would delete most of the bucket's objects."""
+
+    def __init__(self, folder: Path, bucket: str, deleted: int, in_bucket: int) -> None:
+        super().__init__(
+            f"uploading {folder} would delete {deleted} of the {in_bucket} objects in s3://{bucket} (and withdraw "
+            "their documents); nothing was changed. The bucket mirrors the whole corpus folder (keys such as "
+            "compliance/CMP-SOP-004.md): upload that folder, or pass --keep-deleted to upload without deleting, "
+            "or --delete-most if they really are gone"
+        )
+
+
+def upload_folder(
+    s3: Any,
+    bucket: str,
+    folder: Path,
+    *,
+    delete: bool = False,
+    dry_run: bool = False,
+    delete_most: bool = True,
+) -> UploadReport:
     """Keys are paths relative to `folder` (compliance/CMP-SOP-004.md). With `delete`, objects whose file is
-    gone are deleted, which withdraws their documents. With `dry_run`, the report lists what would change
+    gone are deleted, which withdraws their documents; unless `delete_most`, an upload that would delete most of
+    the bucket raises MostOfBucket before writing anything. With `dry_run`, the report lists what would change
     and nothing is written."""
     report = UploadReport()
     files, skipped = document_files([folder])
     report.skipped = [p.relative_to(folder).as_posix() for p in skipped]
     remote = _remote_hashes(s3, bucket)
-    local = set()
-    for path in files:
-        key = path.relative_to(folder).as_posix()
-        local.add(key)
+    report.in_bucket = len(remote)
+    keys = {path.relative_to(folder).as_posix(): path for path in files}
+    if delete:
+        report.deleted = sorted(set(remote) - set(keys))
+    if report.deletes_most and not delete_most and not dry_run:
+        raise MostOfBucket(folder, bucket, len(report.deleted), report.in_bucket)
+    for key, path in keys.items():
         data = path.read_bytes()
         digest = hashlib.sha256(data).hexdigest()
         if remote.get(key) == digest:
@@ -46,11 +76,9 @@ def upload_folder(s3: Any, bucket: str, folder: Path, *, delete: bool = False, d
             Metadata={"sha256": digest},
             ContentType=mimetypes.guess_type(key)[0] or "application/octet-stream",
         )
-    if delete:
-        for key in sorted(set(remote) - local):
-            if not dry_run:
-                s3.delete_object(Bucket=bucket, Key=key)
-            report.deleted.append(key)
+    if not dry_run:
+        for key in report.deleted:
+            s3.delete_object(Bucket=bucket, Key=key)
     return report
 
 
