@@ -39,13 +39,16 @@ def stored_versions(conn: psycopg.Connection, doc_code: str) -> int:
     return int(row[0]) if row else 0
 
 
-def orphaned_sources(conn: psycopg.Connection, bucket: str, present_keys: Iterable[str]) -> list[str]:
-    """Source URIs in `bucket` that documents are stored from but whose file is no longer present."""
-    prefix = f"s3://{bucket}/"
-    present = {prefix + key for key in present_keys}
-    stored = conn.execute(
-        """SELECT DISTINCT source_uri FROM kb.documents
-           WHERE starts_with(source_uri, %s) AND status::text <> 'withdrawn'""",
-        (prefix,),
-    ).fetchall()
-    return sorted(uri for (uri,) in stored if uri not in present)
+def orphaned_sources(conn: psycopg.Connection, prefixes: Iterable[str], present: Iterable[str]) -> list[str]:
+    """Source URIs under any of `prefixes` (s3://bucket/, file:///…/corpus/) that documents are stored from but
+    that are not among the `present` URIs."""
+    there = set(present)
+    orphaned: set[str] = set()
+    for prefix in prefixes:
+        stored = conn.execute(
+            """SELECT DISTINCT source_uri FROM kb.documents
+               WHERE starts_with(source_uri, %s) AND status::text <> 'withdrawn'""",
+            (prefix,),
+        ).fetchall()
+        orphaned |= {uri for (uri,) in stored if uri not in there}
+    return sorted(orphaned)

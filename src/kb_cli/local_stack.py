@@ -14,16 +14,20 @@ from kb_core.settings import Settings
 
 
 def reconcile_with_folder(settings: Settings, ingest_conninfo: str, bucket: str, folder: Path) -> list[str]:
-    """Withdraw the documents stored from s3://bucket/KEY where folder/KEY no longer exists; return their codes."""
+    """Withdraw the documents stored from s3://bucket/KEY, or by `kb ingest` from folder/KEY, where folder/KEY no
+    longer exists; return the versions withdrawn ('CMP-SOP-004 v3.1')."""
     from ingest.pipeline import document_files
     from ingest.upsert import withdraw
     from ingest.withdrawals import orphaned_sources
 
     files, _ = document_files([folder])
-    present = [path.relative_to(folder).as_posix() for path in files]
+    # As each path stores them: the worker the object's key, `kb ingest` the file's URI (Path.as_uri quotes).
+    present = [f"s3://{bucket}/{path.relative_to(folder).as_posix()}" for path in files]
+    present += [path.resolve().as_uri() for path in files]
+    prefixes = (f"s3://{bucket}/", folder.resolve().as_uri() + "/")
     withdrawn: list[str] = []
     with psycopg.connect(ingest_conninfo, autocommit=True) as conn:
-        for uri in orphaned_sources(conn, bucket, present):
+        for uri in orphaned_sources(conn, prefixes, present):
             with conn.transaction():
                 withdrawn += [
                     f"{code} v{version}"

@@ -100,7 +100,7 @@ def _run_stack(
     withdrawn = reconcile_with_folder(settings, targets.ingest, stack.bucket, corpus)
     if withdrawn:
         console.print(
-            f"[green]✓[/] withdrew {counted(len(withdrawn), 'document')} whose file is gone from {corpus}/: "
+            f"[green]✓[/] withdrew {_documents_and_versions(withdrawn)} whose file is gone from {corpus}/: "
             + ", ".join(withdrawn),
             highlight=False,
             soft_wrap=True,
@@ -213,3 +213,10 @@ def up(
 ) -> None:
     """Everything on this machine: database, local AWS, upload, queue-fed ingestion, then MCP over HTTP."""
     raise typer.Exit(run_up(console, settings_or_exit(), corpus, serve=serve_after))
+
+
+def _documents_and_versions(withdrawn: list[str]) -> str:
+    """'1 document (2 versions)' for ['FIN-REF-002 v5.0', 'FIN-REF-002 v4.0']; '2 documents' for one version each."""
+    documents = len({version.split(" v", 1)[0] for version in withdrawn})
+    said = counted(documents, "document")
+    return said if documents == len(withdrawn) else f"{said} ({counted(len(withdrawn), 'version')})"

@@ -76,6 +76,29 @@ def test_a_file_deleted_while_the_stack_was_stopped_is_withdrawn_at_the_next_sta
     assert live_versions(held_database, "RSK-REF-006") == 1
 
 
+def test_a_document_kb_ingest_stored_from_the_folder_is_withdrawn_too_and_counted_once_with_its_versions(
+    held_database: Path, tmp_path: Path
+) -> None:
+    # Found walking it: only documents stored from the bucket were reconciled, so one brought back with
+    # `kb ingest corpus/...` stayed served after its files were deleted; and two versions read "2 documents".
+    folder = small_corpus(tmp_path / "corpus")
+    (folder / "finance").mkdir()
+    versions = [folder / "finance" / name for name in ("FIN-REF-002.md", "FIN-REF-002_v4.0.md")]
+    for path in versions:
+        shutil.copy(CORPUS / "finance" / path.name, path)
+    stored = kb(held_database, "ingest", *map(str, versions))
+    assert stored.returncode == 0, stored.stdout + stored.stderr
+    assert live_versions(held_database, "FIN-REF-002") == 2
+    for path in versions:
+        path.unlink()  # while nothing runs
+    started = kb(held_database, "up", "--no-serve", "--corpus", str(folder))
+    assert started.returncode == 0, started.stdout + started.stderr
+    said = " ".join(started.stdout.split())
+    assert "withdrew 1 document (2 versions) whose file is gone" in said, said
+    assert live_versions(held_database, "FIN-REF-002") == 0
+    assert live_versions(held_database, "RSK-REF-006") == 1
+
+
 def test_kb_withdraw_takes_a_document_out_by_its_code(held_database: Path, tmp_path: Path) -> None:
     done = kb(held_database, "ingest", str(small_corpus(tmp_path / "corpus")))
     assert done.returncode == 0, done.stdout + done.stderr
