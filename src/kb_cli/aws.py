@@ -221,12 +221,27 @@ def redrive_command() -> None:
 def local_command(port: int = typer.Option(4566, help="Port on 127.0.0.1.")) -> None:
     """Run the local AWS (moto) in the foreground, for a worker or an upload in another terminal."""
     from ingest.aws.local_stack import LocalAws
-    from ingest.aws.target import forget_local_stack, record_local_stack
+    from ingest.aws.target import RECORD_FILE, forget_local_stack, record_local_stack, recorded_local_stack
 
     settings = settings_or_exit()
+    state_dir = settings.database.state_dir
+    running = recorded_local_stack(state_dir)
+    if running:
+        # A second one would take over the record, and take it away when it stops, from make run's.
+        err.print(
+            f"[bold red]error:[/] a local AWS already runs for this state directory, at {running} (recorded in "
+            f"{state_dir / RECORD_FILE}): `kb aws ...`, `kb worker` and the poe corpus tasks use it; stop it to "
+            "start another, or set KB_STATE_DIR to another folder",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
     stack = LocalAws(port).start()
-    record = record_local_stack(settings.database.state_dir, stack.endpoint_url)
-    Console().print(
+    record = record_local_stack(state_dir, stack.endpoint_url)
+    out = Console()
+    if stack.port != port:
+        out.print(f"port {port} is in use: listening on {stack.port} instead", highlight=False)
+    out.print(
         f"local AWS at {stack.endpoint_url}, recorded in {record}: `kb aws ...`, `kb worker` and the poe corpus "
         "tasks use it from any terminal while this runs (Ctrl-C stops it)",
         highlight=False,
@@ -236,7 +251,7 @@ def local_command(port: int = typer.Option(4566, help="Port on 127.0.0.1.")) -> 
     except (KeyboardInterrupt, SystemExit):
         pass
     finally:
-        forget_local_stack(settings.database.state_dir)
+        forget_local_stack(state_dir)
         stack.stop()
 
 

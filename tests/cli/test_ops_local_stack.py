@@ -175,6 +175,13 @@ def test_a_broken_file_reaches_the_dlq_and_kb_aws_status_shows_it_with_its_error
         assert boot.returncode == 0, boot.stderr
         assert boot.stderr.startswith("AWS: the local AWS at http://127.0.0.1:")  # found by itself, said once
 
+        # A second local AWS for the same state directory is refused: it took over the record, and removed it when
+        # it stopped, leaving the first one (make run's) unreachable for every ops command.
+        record = (held_database / "local-aws.json").read_text()
+        second = kb(held_database, "aws", "local", "--port", str(free_port()), timeout=60)
+        assert second.returncode == 2 and "a local AWS already runs for this state directory" in second.stderr
+        assert "Traceback" not in second.stderr and (held_database / "local-aws.json").read_text() == record
+
         upload = kb(held_database, "aws", "upload", str(folder))
         assert upload.returncode == 0, upload.stderr
         assert "3 uploaded" in upload.stdout
