@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import typer
 
 from kb_cli.common import console, err, friendly_errors, settings_or_exit
+from kb_core.words import counted
 
 app = typer.Typer(no_args_is_help=True, help="The database: migrate, status, start, stop.")
 
@@ -102,10 +105,26 @@ def db_start() -> None:
 
 @app.command("stop")
 @friendly_errors
-def db_stop() -> None:
-    """Stop the embedded PostgreSQL."""
+def db_stop(
+    force: bool = typer.Option(False, "--force", help="Stop it even while processes (a server, a worker) use it."),
+) -> None:
+    """Stop the embedded PostgreSQL (refused while a running kb process holds it, unless --force)."""
     from kb_core.db.embedded import EmbeddedPostgres
 
     settings = settings_or_exit()
-    stopped = EmbeddedPostgres(settings.database.state_dir).stop()
+    server = EmbeddedPostgres(settings.database.state_dir)
+    server.drop_dead_holders()
+    holding = [pid for pid in server.holders() if pid != os.getpid()]
+    if holding and not force:
+        # Found walking it: stopped under `make run`, every tool call answered "temporarily unavailable" until
+        # make run was restarted, since nothing starts the database again.
+        err.print(
+            f"[bold red]error:[/] the database is in use by {counted(len(holding), 'running process')} (pid "
+            f"{', '.join(map(str, holding))}: make run, kb serve or kb worker): stop them, and the last one to "
+            "exit stops the database; or pass --force to stop it under them",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
+    stopped = server.stop()
     console.print("stopped" if stopped else "it was not running")

@@ -4,4 +4,7 @@ from __future__ import annotations
 
 
 def counted(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+    """`noun` in the singular; 'process' and 'class' take -es."""
+    if n == 1:
+        return f"{n} {noun}"
+    return f"{n} {noun}es" if noun.endswith(("s", "sh", "ch", "x")) else f"{n} {noun}s"

@@ -91,7 +91,7 @@ def test_readyz_is_ready_with_every_check_named_and_not_ready_once_the_database_
         assert ready.status_code == 200
         assert ready.json() == {"status": "ready", "checks": {"database": "ok", "migrations": "ok", "embedder": "ok"}}
 
-        stopped = subprocess.run([KB, "db", "stop"], env=env, capture_output=True, text=True, timeout=120)
+        stopped = subprocess.run([KB, "db", "stop", "--force"], env=env, capture_output=True, text=True, timeout=120)
         assert stopped.returncode == 0, stopped.stderr
 
         def not_ready() -> bool:

@@ -37,7 +37,7 @@ def held_database(fresh_state_dir: Path) -> Iterator[Path]:
     try:
         yield fresh_state_dir
     finally:
-        kb(fresh_state_dir, "db", "stop")
+        kb(fresh_state_dir, "db", "stop", "--force")
 
 
 def writer_conninfo(state_dir: Path) -> str:

@@ -93,3 +93,25 @@ def test_kb_db_stop_drops_dead_holders_and_stops_postgres(fresh_state_dir: Path)
     assert done.returncode == 0, done.stderr
     assert holders(fresh_state_dir) == []
     assert wait_until(lambda: not postgres_of(fresh_state_dir), timeout=30)
+
+
+def test_kb_db_stop_refuses_while_a_server_holds_the_database_and_says_who(fresh_state_dir: Path) -> None:
+    # Found walking it: stopped under make run, every tool call then answered "temporarily unavailable".
+    server = start_stdio(fresh_state_dir)
+    try:
+        refused = subprocess.run(
+            [KB, "db", "stop"], env=kb_env(fresh_state_dir), capture_output=True, text=True, timeout=120
+        )
+        said = " ".join(refused.stderr.split())
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+        assert f"the database is in use by 1 running process (pid {server.pid}: " in said, said
+        assert "or pass --force to stop it under them" in said
+        assert postgres_of(fresh_state_dir), "the refusal stopped it anyway"
+        forced = subprocess.run(
+            [KB, "db", "stop", "--force"], env=kb_env(fresh_state_dir), capture_output=True, text=True, timeout=120
+        )
+        assert forced.returncode == 0, forced.stderr
+        assert wait_until(lambda: not postgres_of(fresh_state_dir), timeout=30)
+    finally:
+        server.kill()
+        server.wait()
