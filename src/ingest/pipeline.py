@@ -24,9 +24,10 @@ from pgvector.psycopg import register_vector
 from ingest.chunker import chunk_document
 from ingest.document import Header, ParseError
 from ingest.injection import scan_chunk
-from ingest.parsers import FORMATS, parse_document
+from ingest.parsers import FORMATS, detect_format, parse_document
 from ingest.parsers.budget import Deadline, ParseLimit
 from ingest.parsers.parse_server import start_parse_server
+from ingest.parsers.sniff import check_content_matches
 from ingest.upsert import (
     PreparedChunk,
     VersionConflict,
@@ -197,6 +198,12 @@ class Ingestor:
         """Hash the bytes and look them up: a finished outcome, or the parse still to run (on any thread)."""
         started = time.perf_counter()
         sha256 = hashlib.sha256(data).hexdigest()
+        # The type check first, as cheap as the hash: a document's bytes under another extension (a Markdown
+        # file saved as .pdf) otherwise matched the stored version and passed as "unchanged".
+        try:
+            check_content_matches(detect_format(name), data, name)
+        except ParseError as exc:
+            return _Parsed(source_uri, sha256, started, failure=_reason(exc))
         try:
             self._ensure_connected()
             with self.conn.transaction():

@@ -77,6 +77,19 @@ def test_each_bad_file_fails_alone_with_its_reason_and_the_good_ones_are_ingeste
     assert stored == {"CMP-SOP-901", "RSK-SOP-902"}
 
 
+def test_a_stored_documents_bytes_under_another_extension_fail_its_type_check_not_pass_as_unchanged(
+    ingestor, tmp_path
+):
+    # Found walking it: LEG-GDE-020.md copied to LEG-GDE-022.pdf came back "unchanged LEG-GDE-020 v1.0", since
+    # the bytes were known; the same file with other bytes failed naming its real type.
+    text = markdown_document("CMP-SOP-903")
+    (stored,) = ingest_files(ingestor, [write(tmp_path / "a" / "CMP-SOP-903.md", text)])
+    assert stored.outcome == "ingested", stored.reason
+    (renamed,) = ingest_files(ingestor, [write(tmp_path / "b" / "CMP-SOP-904.pdf", text)])
+    assert renamed.outcome == "failed", renamed
+    assert "the file is text, not a PDF file: its extension .pdf does not match its content" in (renamed.reason or "")
+
+
 def test_a_file_over_the_size_limit_fails_with_the_limit_named(database, counting_embedder, tmp_path):
     from ingest.pipeline import Ingestor
 
