@@ -40,6 +40,11 @@ def _csv_value(value: Any) -> Any:
     return value
 
 
+def _json_value(value: Any) -> Any:
+    """ISO 8601 ('2026-12-06T03:48:12.256057+00:00'), as the CSV writes it; str() put a space for the T."""
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
 @app.callback()
 @friendly_errors
 def audit(
@@ -83,7 +88,7 @@ def audit(
             if writer is not None:
                 writer.writerow({k: _csv_value(v) for k, v in record.items()})
             else:
-                sys.stdout.write(json.dumps(record, default=str, ensure_ascii=False) + "\n")
+                sys.stdout.write(json.dumps(record, default=_json_value, ensure_ascii=False) + "\n")
     except AuditAccessError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise typer.Exit(2) from None

@@ -93,7 +93,8 @@ class BearerAuthMiddleware:
                 receive,
                 send,
                 401,
-                "a valid bearer token is required",
+                "a valid bearer token is required: send 'Authorization: Bearer <token>' with a token the server's "
+                "operator made with `kb tokens add`",
                 headers={"WWW-Authenticate": 'Bearer realm="kosha-kb"'},
             )
             return

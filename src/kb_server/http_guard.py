@@ -52,8 +52,8 @@ def transport_security(settings: ServerSettings) -> TransportSecuritySettings:
     if not hosts:
         if not is_loopback(settings.http_host):
             raise UnsafeBind(
-                f"KB_HTTP_HOST {settings.http_host} is not a loopback address: set KB_HTTP_ALLOWED_HOSTS to the "
-                f"host:port names clients use (e.g. mcp.internal:{settings.http_port}); "
+                f"KB_HTTP_HOST (or --host) {settings.http_host} is not a loopback address: set KB_HTTP_ALLOWED_HOSTS "
+                f"to the host:port names clients use (e.g. mcp.internal:{settings.http_port}); "
                 "KB_HTTP_ALLOWED_ORIGINS for browser origins"
             )
         port = settings.http_port

@@ -56,6 +56,7 @@ from kb_server.documents import (
 from kb_server.injection_warnings import DOCUMENT_WARNING, SECTION_WARNING, search_warning
 from kb_server.models import (
     NOTICE,
+    NOTICE_SENTENCE,
     DocumentDetail,
     DocumentList,
     DocumentSummary,
@@ -143,7 +144,7 @@ def build_server(
             "Search Kosha Financial's internal documents (policies, SOPs, runbooks, API references) and cite "
             "them. Results are ranked chunks with version-pinned citations (kb://department/DOC-CODE@version#section: "
             "reading one returns exactly that version's text); you write the answer. Pass as_of (a date) to ask "
-            "what the documents said on that date. " + NOTICE + "."
+            "what the documents said on that date. " + NOTICE_SENTENCE + "."
         ),
         lifespan=lifespan,
     )
@@ -342,7 +343,7 @@ def _register_tools(server: MCPServer) -> None:
             "Hybrid (semantic + keyword) search over Kosha Financial's effective internal documents (or, with as_of, "
             "the versions in force on that date). Returns up to 8 ranked chunks, each with doc_code, version, "
             "section_path, content and a citation pinned to its version (kb://department/DOC-CODE@version#section); "
-            "cite it as given. " + NOTICE + "."
+            "cite it as given. " + NOTICE_SENTENCE + "."
         ),
         annotations=READ_ONLY,
     )
@@ -385,7 +386,7 @@ def _register_tools(server: MCPServer) -> None:
             "A document's metadata and its sections, by doc code (for example CMP-SOP-004). Any version, "
             "superseded and withdrawn ones included; with as_of, the version in force on that date; without "
             "either, the effective one. Each section has a citation pinned to the version "
-            "(kb://department/DOC-CODE@version#section). " + NOTICE + "."
+            "(kb://department/DOC-CODE@version#section). " + NOTICE_SENTENCE + "."
         ),
         annotations=READ_ONLY,
     )
@@ -452,7 +453,7 @@ def _register_tools(server: MCPServer) -> None:
         description=(
             "What changed between two versions of a document (for example CMP-SOP-004 2.0 and 3.1): sections "
             "added, removed and changed, each changed sentence beside its counterpart, with citations pinned to "
-            "both versions. " + NOTICE + "."
+            "both versions. " + NOTICE_SENTENCE + "."
         ),
         annotations=READ_ONLY,
     )
@@ -478,7 +479,7 @@ def _register_tools(server: MCPServer) -> None:
         description=(
             "Check that a quote appears in the cited text before you rely on it: found is true when it does "
             "(case, whitespace, typographic quotes and dashes aside); otherwise the closest passage in the cited "
-            "version's section and its similarity score (0-1). " + NOTICE + "."
+            "version's section and its similarity score (0-1). " + NOTICE_SENTENCE + "."
         ),
         annotations=READ_ONLY,
     )
@@ -612,7 +613,7 @@ def _register_resources(server: MCPServer) -> None:
         name="document_version",
         mime_type="application/json",
         description="One version of a document with its sections, e.g. kb://compliance/CMP-SOP-004@2.0 "
-        "(superseded and withdrawn versions too). " + NOTICE + ".",
+        "(superseded and withdrawn versions too). " + NOTICE_SENTENCE + ".",
     )
     async def document_version_resource(department: str, doc_code: str, version: str, ctx: Context) -> str:
         return document_detail(await read(ctx, department, doc_code, version)).model_dump_json()
@@ -622,7 +623,7 @@ def _register_resources(server: MCPServer) -> None:
         name="section_version",
         mime_type="application/json",
         description="One cited section of one version, e.g. kb://compliance/CMP-SOP-004@2.0#4.2: exactly the text "
-        "that version says, whatever has superseded it since. " + NOTICE + ".",
+        "that version says, whatever has superseded it since. " + NOTICE_SENTENCE + ".",
     )
     async def section_version_resource(department: str, doc_code: str, version: str, section: str, ctx: Context) -> str:
         return section_of(await read(ctx, department, doc_code, version), section)
@@ -632,7 +633,7 @@ def _register_resources(server: MCPServer) -> None:
         name="document",
         mime_type="application/json",
         description="A document (its effective version) with its sections; each section's citation is pinned "
-        "to that version. " + NOTICE + ".",
+        "to that version. " + NOTICE_SENTENCE + ".",
     )
     async def document_resource(department: str, doc_code: str, ctx: Context) -> str:
         return document_detail(await read(ctx, department, doc_code)).model_dump_json()
@@ -642,7 +643,7 @@ def _register_resources(server: MCPServer) -> None:
         name="section",
         mime_type="application/json",
         description="One section of a document's effective version, e.g. kb://compliance/CMP-SOP-004#4.2 (its "
-        "citation field names the version). " + NOTICE + ".",
+        "citation field names the version). " + NOTICE_SENTENCE + ".",
     )
     async def section_resource(department: str, doc_code: str, section: str, ctx: Context) -> str:
         return section_of(await read(ctx, department, doc_code), section)

@@ -77,9 +77,7 @@ def test_each_bad_file_fails_alone_with_its_reason_and_the_good_ones_are_ingeste
     assert stored == {"CMP-SOP-901", "RSK-SOP-902"}
 
 
-def test_a_stored_documents_bytes_under_another_extension_fail_its_type_check_not_pass_as_unchanged(
-    ingestor, tmp_path
-):
+def test_a_stored_documents_bytes_under_another_extension_fail_its_type_check_not_pass_as_unchanged(ingestor, tmp_path):
     # Found walking it: LEG-GDE-020.md copied to LEG-GDE-022.pdf came back "unchanged LEG-GDE-020 v1.0", since
     # the bytes were known; the same file with other bytes failed naming its real type.
     text = markdown_document("CMP-SOP-903")
@@ -130,3 +128,19 @@ def test_kb_ingest_reports_the_failures_and_exits_non_zero(mixed_folder, databas
     # One file, said in the singular, with the types that are documents (as kb aws upload says it).
     assert "skipped 1 file of a type that is not a document (.docx, " in " ".join(result.stdout.split())
     assert "notes.txt" in result.stdout
+
+
+def test_kb_ingest_of_a_folder_with_no_documents_is_an_error_not_a_quiet_zero(tmp_path, test_state_dir):
+    folder = tmp_path / "wrong"
+    write(folder / "notes.txt", b"not a document\n")
+    env = {**os.environ, "KB_STATE_DIR": str(test_state_dir), "COLUMNS": "200"}
+    result = subprocess.run(
+        [sys.executable, "-m", "kb_cli.main", "ingest", str(folder)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert f"error: no documents in {folder}: nothing to ingest (the formats are .docx, " in result.stderr
+    assert "skipped 1 file of a type that is not a document" in result.stdout

@@ -82,6 +82,9 @@ def test_kb_audit_writes_csv_for_a_spreadsheet(logged):
         json.loads(rows[0]["arguments"]) == {"query": "EDD threshold"}
         and rows[1]["doc_codes"] == "CMP-SOP-004 PAY-SOP-001"
     )
+    # One time format in both outputs, ISO 8601 (the JSON lines had a space for the T).
+    lines = jsonl(kb(logged, "--caller", "bob-ide").stdout)
+    assert [r["at"] for r in lines] == [r["at"] for r in rows] and "T" in rows[0]["at"]
 
 
 @pytest.fixture
@@ -135,6 +138,11 @@ def test_a_bad_age_gets_one_line_naming_the_form(logged, age):
     pruned = kb(logged, "prune", "--older-than", age)
     assert pruned.returncode == 2 and "365d" in pruned.stderr and "Traceback" not in pruned.stderr
     assert len(jsonl(kb(logged).stdout)) == len(RECORDS)
+
+
+def test_an_age_of_zero_is_refused_for_being_zero_not_for_its_form(logged):
+    pruned = kb(logged, "prune", "--older-than", "0w")
+    assert pruned.returncode == 2 and "'0w' is no age: prune records at least 1 day old" in pruned.stderr
 
 
 @pytest.mark.parametrize(

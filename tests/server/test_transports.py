@@ -40,6 +40,8 @@ def test_no_token_or_an_unknown_token_gets_401(http_server):
     unknown = httpx2.post(f"{url}/mcp", json=body, headers={"Authorization": "Bearer kb_not-a-real-token"})
     assert (missing.status_code, unknown.status_code) == (401, 401)
     assert missing.headers["www-authenticate"].startswith("Bearer")
+    # The body says how to get in, not only that one may not.
+    assert "send 'Authorization: Bearer <token>'" in missing.text and "`kb tokens add`" in unknown.text
 
 
 async def test_a_forged_role_header_changes_nothing(http_server):

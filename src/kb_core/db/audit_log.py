@@ -58,8 +58,10 @@ class AuditFilter:
 def parse_age(text: str) -> timedelta:
     """'365d', '52w', '7y' -> a timedelta; anything else raises ValueError saying the form."""
     match = _AGE.match(text)
-    if match is None or int(match[1]) == 0:
+    if match is None:
         raise ValueError(f"{text!r} is not an age: use a number of days, weeks or years, e.g. 365d, 52w or 7y")
+    if int(match[1]) == 0:
+        raise ValueError(f"{text!r} is no age: prune records at least 1 day old, e.g. 365d, 52w or 7y")
     return timedelta(days=int(match[1]) * _DAYS[match[2]])
 
 
