@@ -26,7 +26,7 @@ __all__ = ["RULES", "SCANNER_VERSION", "InjectionFinding", "Rule", "normalise", 
 EXCERPT_LIMIT = 120
 # Stored with every chunk. Raise it whenever a rule, feature or threshold changes what is flagged:
 # `kb rescan` re-scans the chunks of older versions and `kb db status` counts them.
-SCANNER_VERSION = 6  # 2: hidden text; 3: classifier (ingest.injection); 4: TF-IDF; 5: corpus chunks; 6: more dev data
+SCANNER_VERSION = 7  # 2: hidden text; 3: classifier; 4: TF-IDF; 5: corpus chunks; 6: more dev data; 7: chat-markup
 
 
 @dataclass(frozen=True)
@@ -209,6 +209,33 @@ _FAKE_SYSTEM = (
     r"|the\s+(?:assistant|AI|model|chatbot)\s+(?:must|should|will|is|shall)\b)"
 )
 
+# The markup of a chat prompt, whatever model it was written for: what a fake turn needs to pass for one. A
+# document quoting a model's special tokens or a message object is rare, and such text reads as a real turn.
+_CHAT_MARKUP = (
+    # special tokens by their shape (<|user|>, <|assistant|>, <start_of_turn>), not only the known names
+    r"<\|\s*[a-z_]{2,24}\s*\|>|<\s*/?\s*(?:start|end)_of_turn\s*>"
+    # tags that frame a prompt's parts in agent frameworks
+    r"|<\s*/?\s*(?:context|instructions?|system(?:_prompt)?|tool_(?:result|output|response)|function_results?"
+    r"|user_(?:query|input|message)|assistant_response)\s*>"
+    # a message object claiming the system's or developer's voice, in JSON or YAML
+    r"|[\"']role[\"']\s*:\s*[\"'](?:system|developer|tool)[\"']"
+    r"|(?:^|\n)\s*-?\s*role\s*:\s*(?:system|developer)\s*\n\s*content\s*:"
+    # a section that claims to be the system's or the instruction's, as instruction-tuning templates write it
+    r"|(?:^|\n)\s*#{2,4}\s*(?:system|instruction)\s*:"
+    # ("[SYSTEM] Nightly backup completed" is a log line: one bracket pair and no more says nothing)
+    r"|\[\[\s*system\s*\]\]|\[\s*system\s+(?:message|prompt|note|override)\s*\]|\[\s*system\s*\]\s*\(#"
+    # the document declared over, and new instructions after it (across a line break: banners are lines)
+    r"|\bend\s+of\s+(?:the\s+)?(?:document|context|input|file|data)\b[^.!?;|]{0,60}?\b(?:new|system|updated"
+    r"|real)\s+(?:system\s+)?(?:instructions|prompt|rules|directives)\b"
+    # a transcript in which the model has a turn, next to a user's (a support script's turns are Agent/Customer)
+    r"|(?:^|\n)[ \t]*(?:assistant|ai|model)\s*(?:\([^)\n]{0,20}\))?\s*:\s*\S[^\n]*\n(?:[^\n]*\n){0,3}?[ \t]*"
+    r"(?:user|human)\s*(?:\([^)\n]{0,20}\))?\s*:"
+    r"|(?:^|\n)[ \t]*(?:user|human)\s*(?:\([^)\n]{0,20}\))?\s*:\s*\S[^\n]*\n(?:[^\n]*\n){0,3}?[ \t]*"
+    r"(?:assistant|ai|model)\s*(?:\([^)\n]{0,20}\))?\s*:"
+    # a SYSTEM turn opening a line with a claim of priority
+    r"|(?:^|\n)[ \t]*system\s*\((?:priority|override|urgent|admin)[^)\n]{0,20}\)\s*:"
+)
+
 # Text a reader of the source does not see: marked at parse time (ingest.hidden), or raw hidden HTML kept
 # in Markdown. Flagged whatever it says: nobody reviewed it, and a model reads it all the same. (An HTML
 # comment is not flagged for being one: "<!-- TODO: ... -->" is everyday markup; what it says is scored.)
@@ -233,6 +260,7 @@ RULES: tuple[Rule, ...] = (
     _rule("tool-invocation", "a tool call with the model's context, covertly, or in call markup", _TOOL_CALL),
     _rule("secret-in-url", "a URL carrying a secret-like parameter or a live-secret-shaped value", _SECRET_URL),
     _rule("fake-system-marker", "a chat-template token or a fake SYSTEM/ADMIN turn", _FAKE_SYSTEM),
+    _rule("chat-markup", "a chat prompt's markup: turn tokens, role objects, prompt-framing tags", _CHAT_MARKUP),
     _rule("hidden-text", "text a reader of the source does not see (hidden HTML, DOCX, PDF or characters)", _HIDDEN),
 )
 
