@@ -26,7 +26,8 @@ __all__ = ["RULES", "SCANNER_VERSION", "InjectionFinding", "Rule", "normalise", 
 EXCERPT_LIMIT = 120
 # Stored with every chunk. Raise it whenever a rule, feature or threshold changes what is flagged:
 # `kb rescan` re-scans the chunks of older versions and `kb db status` counts them.
-SCANNER_VERSION = 7  # 2: hidden text; 3: classifier; 4: TF-IDF; 5: corpus chunks; 6: more dev data; 7: chat-markup
+# 2: hidden text; 3: classifier; 4: TF-IDF; 5: corpus chunks; 6: more dev data; 7: chat-markup, decode-and-follow
+SCANNER_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,35 @@ _CHAT_MARKUP = (
     r"|(?:^|\n)[ \t]*system\s*\((?:priority|override|urgent|admin)[^)\n]{0,20}\)\s*:"
 )
 
+# Encoded text with an order to decode it and act on it: the encoding is there to get past a reader, and what
+# it says is for the model. Either order ("decode and follow:", "follow it after decoding"); a verb that also
+# names everyday work (follow, execute, apply) counts only where the clause ends with it ("decode and execute:"),
+# so "decode the certificate and follow the instructions in section 4" passes. (normalise() reads "rot13" as "rotie".)
+_ENCODING = (
+    r"(?:base(?:64|32)(?:url)?|b64|hex(?:adecimal)?|rot-?(?:13|ie)|caesar(?:\s*\+\s*\d+)?|url-?encoded"
+    r"|percent-?encoded|html\s+entities|unicode\s+escapes|binary|encoded|ciphered)"
+)
+_UNDO = (
+    r"(?:(?:base(?:64|32)|url|hex|b64)[\s-]*decode\w*|decod(?:e|ed|ing)|decrypt\w*|decipher\w*|unescape\w*"
+    r"|de-?obfuscate\w*|read\s+(?:this|it)\s+backwards|reverse\s+(?:it|this|the\s+(?:text|string|words))"
+    r"|put\s+it\s+back\s+in\s+order|reassemble|rot-?(?:13|ie)\s+(?:this|it))"
+)
+_ACT = (
+    r"(?:follow\s+(?:it(?:\s+exactly)?|them|what\s+it\s+says)|obey\s+(?:it|them)|do\s+(?:it|what\s+it\s+says|as\s+it\s+says)"
+    r"|act\s+on\s+(?:it|them|the\s+result)|act\s+accordingly|carry\s+(?:it|the\s+result)\s+out|respond\s+accordingly"
+    r"|run\s+(?:it\s+)?as\s+(?:an?\s+)?instructions?|treat\s+it\s+as\s+(?:an?\s+)?instructions?"
+    r"|appl(?:y|ying)\s+(?:it|them|the\s+\w+)?\s*as\s+(?:an?\s+|your\s+)?instructions?"
+    r"|binding\s+on\s+(?:automated|AI|the\s+model)"
+    r"|(?:follow|obey|comply|execute|action|apply(?:ing)?|then\s+do|and\s+do|carr(?:y|ied)\s+out|then\s+act)"
+    r"(?=\W*(?:$|[:)\n])))"
+)
+_DECODE_AND_FOLLOW = (
+    rf"\b(?:{_UNDO}|{_ENCODING})\b[^.!?;\n|]{{0,60}}?(?<![\w-]){_ACT}"
+    rf"|\b{_ACT}[^.!?;\n|]{{0,60}}?\b(?:{_UNDO}|{_ENCODING})\b"
+    rf"|\b(?:{_ENCODING}|{_UNDO})\W{{0,3}}(?:→|->)\W{{0,3}}(?:text|instructions?)\W{{0,3}}(?:→|->)\W{{0,3}}{_ACT}"
+    rf"|\b{_ENCODING}\s+instr(?:uction)?s?\s*:"
+)
+
 # Text a reader of the source does not see: marked at parse time (ingest.hidden), or raw hidden HTML kept
 # in Markdown. Flagged whatever it says: nobody reviewed it, and a model reads it all the same. (An HTML
 # comment is not flagged for being one: "<!-- TODO: ... -->" is everyday markup; what it says is scored.)
@@ -261,6 +291,7 @@ RULES: tuple[Rule, ...] = (
     _rule("secret-in-url", "a URL carrying a secret-like parameter or a live-secret-shaped value", _SECRET_URL),
     _rule("fake-system-marker", "a chat-template token or a fake SYSTEM/ADMIN turn", _FAKE_SYSTEM),
     _rule("chat-markup", "a chat prompt's markup: turn tokens, role objects, prompt-framing tags", _CHAT_MARKUP),
+    _rule("decode-and-follow", "encoded text with an order to decode it and act on it", _DECODE_AND_FOLLOW),
     _rule("hidden-text", "text a reader of the source does not see (hidden HTML, DOCX, PDF or characters)", _HIDDEN),
 )
 
