@@ -5,7 +5,8 @@ at once, so a redrive right after sees them all. Each dead message's object key 
 its last error is the newest failure the writer recorded for that object (kb.ingest_log), or the newest hand-back
 ('deferred': the Lambda worker's invocation had no time left to start it) if that came later. A dead message
 whose object was ingested after that failure (a good file uploaded over the bad one) is marked as such: it is
-stale, and only a redrive (which ingests it as unchanged) takes it, and the alarm, away.
+stale, and only a redrive (which ingests it as unchanged) takes it, and the alarm, away. So is one whose object
+has been deleted since: there is no file left to fix, and a redrive finds nothing to ingest.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class DeadMessage:
     receives: int
     last_error: str | None
     since_ingested: str | None = None  # "CMP-SOP-091 v1.0": its object was ingested after the failure
+    object_gone: bool = False  # its object is no longer in the bucket (deleted since)
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,9 @@ def queue_status(
     local: bool,
     ingest_conninfo: str | None,
     recent: int = 10,
+    s3: Any | None = None,
 ) -> QueueStatus:
+    """`s3`: the bucket's client, to mark the dead letters whose object is gone; None leaves them unmarked."""
     url, dlq = queue_url(sqs, ingest_queue), queue_url(sqs, dead_letter_queue)
     depth, in_flight = _depths(sqs, url)
     dlq_depth, dlq_hidden = _depths(sqs, dlq)
@@ -165,7 +169,20 @@ def queue_status(
         uris = [uri for uri, _ in dead if uri]
         errors, ingested, status.recent, status.documents_by_status = _recorded(ingest_conninfo, uris, recent)
     status.dead = [
-        DeadMessage(uri, receives, errors.get(uri), ingested.get(uri)) if uri else DeadMessage(None, receives, None)
+        DeadMessage(uri, receives, errors.get(uri), ingested.get(uri), s3 is not None and _gone(s3, uri))
+        if uri
+        else DeadMessage(None, receives, None)
         for uri, receives in dead
     ]
     return status
+
+
+def _gone(s3: Any, uri: str) -> bool:
+    """Whether s3://bucket/key no longer exists (an error of another kind says nothing: not gone)."""
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    try:
+        s3.head_object(Bucket=bucket, Key=key)
+    except Exception as exc:
+        code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+        return code in ("404", "NoSuchKey", "NotFound")
+    return False

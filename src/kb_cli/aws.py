@@ -191,6 +191,7 @@ def status_command(
         local=settings.aws.endpoint_url is not None,
         ingest_conninfo=conninfo,
         recent=recent,
+        s3=client("s3", settings.aws),
     )
     print_status(console, settings, status)
 

@@ -38,7 +38,14 @@ def print_status(console: Console, settings: Settings, status: QueueStatus) -> N
         for dead in status.dead:
             where = dead.source_uri or "(not an S3 event)"
             console.print(f"  {where}: {dead.last_error or 'no error recorded'}", soft_wrap=True, highlight=False)
-            if dead.since_ingested:
+            if dead.object_gone:
+                console.print(
+                    "    since deleted: its object is no longer in the bucket, so there is nothing to fix; "
+                    "`.venv/bin/poe corpus:redrive` clears this dead letter (the worker finds nothing to ingest)",
+                    soft_wrap=True,
+                    highlight=False,
+                )
+            elif dead.since_ingested:
                 console.print(
                     f"    since fixed: {dead.since_ingested} was ingested from it after that failure; "
                     "`.venv/bin/poe corpus:redrive` clears this dead letter (it ingests as unchanged)",

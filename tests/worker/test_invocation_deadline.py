@@ -209,3 +209,21 @@ def test_a_message_handed_back_on_every_receive_reaches_the_dlq_with_the_deadlin
     assert (dead.last_error or "").startswith("not started: the invocation's deadline is")
     assert "(receive 3 of this message)" in (dead.last_error or "")
     assert [o.outcome for o in status.recent] == ["deferred"] * 3 and documents(database) == {}
+
+    # Its object deleted since, the dead letter is marked so: there is no file left to fix (found walking it,
+    # status still advised an upload). While the object is there, it is not.
+    def dead_now() -> object:
+        (one,) = queue_status(
+            queue.sqs,
+            client("cloudwatch", queue.settings),
+            ingest_queue=queue.settings.ingest_queue,
+            dead_letter_queue=queue.settings.dead_letter_queue,
+            local=True,
+            ingest_conninfo=database.ingest,
+            s3=queue.s3,
+        ).dead
+        return one
+
+    assert dead_now().object_gone is False
+    queue.s3.delete_object(Bucket=queue.settings.corpus_bucket, Key="CMP-SOP-901.md")
+    assert dead_now().object_gone is True
