@@ -1,6 +1,6 @@
 """Faults, each against the real processes (reliability/harness.py), each measured:
 
-(a) `database_restart`: the database stopped (`kb db stop`) and started again (`kb db start`) while clients
+(a) `database_restart`: the database stopped under the servers (`kb db stop --force`) and started again (`kb db start`) while clients
     search over HTTP: requests during the outage fail fast with the server's clear "temporarily unavailable"
     error, and the service recovers without restarting the server (its connection pool reconnects).
 (b) `embedding_outage`: `kb serve` with KB_EMBEDDER=openai against the local /v1/embeddings endpoint, which

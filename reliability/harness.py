@@ -4,7 +4,7 @@
 - `kb worker` (`start_worker`), fed by moto's server as its own process (`MotoProcess`) through `AwsProxy`,
   an HTTP proxy that can go down (its port refuses connections while moto keeps every queue's state), hold
   or refuse SQS deletes, and records what the worker received and deleted;
-- an embedded PostgreSQL of its own, stopped and started with `kb db stop` / `kb db start` (`Cluster`);
+- an embedded PostgreSQL of its own, stopped and started with `kb db stop --force` / `kb db start` (`Cluster`);
 - the local /v1/embeddings endpoint of tests/support/openai_wire.py, on a port it can come back on.
 
 Every wait has a deadline; every process started here is stopped by the context that started it.
@@ -117,7 +117,7 @@ def drop_database(superuser: str, name: str) -> None:
 
 class Cluster:
     """An embedded PostgreSQL of its own under `state_dir`, stopped and started the operator's way
-    (`kb db stop`, `kb db start`). Its folder must not be under pytest's temporary root (tests/conftest.py's
+    (`kb db stop --force`, `kb db start`). Its folder must not be under pytest's temporary root (tests/conftest.py's
     server_dir says why)."""
 
     def __init__(self, state_dir: Path) -> None:
@@ -138,7 +138,8 @@ class Cluster:
         )
 
     def stop(self) -> None:
-        self._kb("db", "stop")
+        # The fault: the database goes down under the servers that hold it, so --force (kb db stop refuses).
+        self._kb("db", "stop", "--force")
 
     def start_again(self) -> None:
         self._kb("db", "start")

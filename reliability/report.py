@@ -299,7 +299,7 @@ def _restart_section(add: Any, r: dict[str, Any]) -> None:
     add("")
     add(
         f"{r['clients']} clients search back to back through `kb serve --transport http`; the database is stopped "
-        f"with `kb db stop` (PostgreSQL's fast shutdown), left down for {r['outage_s']:g} s, and started with "
+        f"with `kb db stop --force` (PostgreSQL's fast shutdown), left down for {r['outage_s']:g} s, and started with "
         "`kb db start`. The server is not restarted."
     )
     add("")

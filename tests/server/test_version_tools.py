@@ -10,7 +10,7 @@ from tests.server.conftest import client_as
 from tests.support.documents import markdown_document
 
 from kb_core.roles import Role
-from kb_server.models import NOTICE
+from kb_server.models import NOTICE, NOTICE_SENTENCE
 
 pytestmark = pytest.mark.anyio
 V2_TRIGGER = "kb://compliance/CMP-SOP-004@2.0#4.2"
@@ -28,7 +28,7 @@ async def test_both_new_tools_are_read_only_with_input_and_output_schemas(corpus
     for name in ("compare_versions", "verify_quote"):
         tool = tools[name]
         assert tool.annotations.read_only_hint is True and tool.annotations.destructive_hint is False
-        assert tool.input_schema["type"] == "object" and tool.output_schema and NOTICE in tool.description
+        assert tool.input_schema["type"] == "object" and tool.output_schema and NOTICE_SENTENCE in tool.description
     assert set(tools["compare_versions"].input_schema["required"]) == {"doc_code", "from_version", "to_version"}
     assert set(tools["verify_quote"].input_schema["required"]) == {"citation", "quote"}
 
