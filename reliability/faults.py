@@ -1,8 +1,8 @@
 """Faults, each against the real processes (reliability/harness.py), each measured:
 
-(a) `database_restart`: the database stopped under the servers (`kb db stop --force`) and started again (`kb db start`) while clients
-    search over HTTP: requests during the outage fail fast with the server's clear "temporarily unavailable"
-    error, and the service recovers without restarting the server (its connection pool reconnects).
+(a) `database_restart`: the database stopped under the servers (`kb db stop --force`) and started again
+    (`kb db start`) while clients search over HTTP: requests during the outage fail fast with the server's
+    clear "temporarily unavailable" error, and the service recovers without restarting the server (its connection pool reconnects).
 (b) `embedding_outage`: `kb serve` with KB_EMBEDDER=openai against the local /v1/embeddings endpoint, which
     is taken down and brought back on the same port: searches answer `degraded: true` with the reason, then
     `degraded: false` again, without restarting the server.
