@@ -2,7 +2,8 @@
 
 (a) `database_restart`: the database stopped under the servers (`kb db stop --force`) and started again
     (`kb db start`) while clients search over HTTP: requests during the outage fail fast with the server's
-    clear "temporarily unavailable" error, and the service recovers without restarting the server (its connection pool reconnects).
+    clear "temporarily unavailable" error, and the service recovers without restarting the server (its
+    connection pool reconnects).
 (b) `embedding_outage`: `kb serve` with KB_EMBEDDER=openai against the local /v1/embeddings endpoint, which
     is taken down and brought back on the same port: searches answer `degraded: true` with the reason, then
     `degraded: false` again, without restarting the server.
