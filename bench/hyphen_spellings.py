@@ -9,7 +9,6 @@ bench/hyphen_spellings.md.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 from functools import partial
 from typing import Any
@@ -20,10 +19,8 @@ from evals.run import fresh_database, reusable_database
 
 from bench.scale import FILTERS, ROLE
 from bench.synthetic import MARKERS, SyntheticCorpus, load, query_vectors
-from bench.text_leg import REPO, fmt, time_cases
-from kb_core.db.embedded import EmbeddedPostgres
+from bench.text_leg import REPO, fmt, side_by_side_setup, time_cases
 from kb_core.db.embedding_space import EmbeddingSpace
-from kb_core.embedders.local import LocalEmbedder
 from kb_server.search import hybrid_search
 
 OFF, ON = "without the spellings", "with them (served)"
@@ -34,13 +31,7 @@ VARIANTS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scale", type=int, default=100_000)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args(argv)
-    superuser = EmbeddedPostgres(REPO / ".kb-eval").start()
-    model = LocalEmbedder()
-    model.load()
+    args, superuser, model = side_by_side_setup(__doc__, argv)
     lines = [
         "# A question's words with and without their hyphens: the cost",
         "",

@@ -82,14 +82,20 @@ async def time_cases(
     return {name: summary(values) for name, values in samples.items()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def side_by_side_setup(doc: str | None, argv: list[str] | None) -> tuple[argparse.Namespace, str, LocalEmbedder]:
+    """--scale and --rounds, the eval databases' server (its superuser) and the local model, loaded."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
     superuser = EmbeddedPostgres(REPO / ".kb-eval").start()
     model = LocalEmbedder()
     model.load()
+    return args, superuser, model
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, superuser, model = side_by_side_setup(__doc__, argv)
     lines = [
         "# The BM25 text leg against the ts_rank text leg it replaced",
         "",

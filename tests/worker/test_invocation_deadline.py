@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 import psycopg
 from tests.support.documents import markdown_document, write
@@ -196,24 +197,8 @@ def test_a_message_handed_back_on_every_receive_reaches_the_dlq_with_the_deadlin
         assert invoke(queue, handler, [message], InvocationClock(RESERVE_S)) == {message["MessageId"]}
     assert receive(queue, 1, timeout=4) == []  # the 4th receive moved it to the DLQ
 
-    status = queue_status(
-        queue.sqs,
-        client("cloudwatch", queue.settings),
-        ingest_queue=queue.settings.ingest_queue,
-        dead_letter_queue=queue.settings.dead_letter_queue,
-        local=True,
-        ingest_conninfo=database.ingest,
-    )
-    ((dead),) = status.dead
-    assert dead.source_uri == f"s3://{queue.settings.corpus_bucket}/CMP-SOP-901.md"
-    assert (dead.last_error or "").startswith("not started: the invocation's deadline is")
-    assert "(receive 3 of this message)" in (dead.last_error or "")
-    assert [o.outcome for o in status.recent] == ["deferred"] * 3 and documents(database) == {}
-
-    # Its object deleted since, the dead letter is marked so: there is no file left to fix (found walking it,
-    # status still advised an upload). While the object is there, it is not.
-    def dead_now() -> object:
-        (one,) = queue_status(
+    def status_now() -> Any:
+        return queue_status(
             queue.sqs,
             client("cloudwatch", queue.settings),
             ingest_queue=queue.settings.ingest_queue,
@@ -221,9 +206,18 @@ def test_a_message_handed_back_on_every_receive_reaches_the_dlq_with_the_deadlin
             local=True,
             ingest_conninfo=database.ingest,
             s3=queue.s3,
-        ).dead
-        return one
+        )
 
-    assert dead_now().object_gone is False
+    status = status_now()
+    ((dead),) = status.dead
+    assert dead.source_uri == f"s3://{queue.settings.corpus_bucket}/CMP-SOP-901.md"
+    assert (dead.last_error or "").startswith("not started: the invocation's deadline is")
+    assert "(receive 3 of this message)" in (dead.last_error or "")
+    assert [o.outcome for o in status.recent] == ["deferred"] * 3 and documents(database) == {}
+
+    # Its object deleted since, the dead letter is marked so: there is no file left to fix (found walking it,
+    # status still advised an upload). While the object was there, it was not.
+    assert dead.object_gone is False
     queue.s3.delete_object(Bucket=queue.settings.corpus_bucket, Key="CMP-SOP-901.md")
-    assert dead_now().object_gone is True
+    (gone,) = status_now().dead
+    assert gone.object_gone is True
