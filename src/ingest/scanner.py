@@ -26,7 +26,8 @@ __all__ = ["RULES", "SCANNER_VERSION", "InjectionFinding", "Rule", "normalise", 
 EXCERPT_LIMIT = 120
 # Stored with every chunk. Raise it whenever a rule, feature or threshold changes what is flagged:
 # `kb rescan` re-scans the chunks of older versions and `kb db status` counts them.
-# 2: hidden text; 3: classifier; 4: TF-IDF; 5: corpus chunks; 6: more dev data; 7: chat-markup, decode-and-follow
+# 2: hidden text; 3: classifier; 4: TF-IDF; 5: corpus chunks; 6: more dev data; 7: chat-markup, decode-and-follow,
+# model-hailed
 SCANNER_VERSION = 7
 
 
@@ -45,6 +46,21 @@ class Rule(NamedTuple):
 def _gap(n: int, also: str = "") -> str:
     """Up to n characters that stay within one sentence, clause, line and table cell."""
     return rf"[^.!?;\n|{also}]{{0,{n}}}?"
+
+
+# Cyrillic and Greek letters that look like Latin ones ("Nоte tо АI" with Cyrillic о and А).
+_LOOKALIKES = ("аеорсухіјѕАВЕКМНОРСТХІЈЅαοκνρτυχΑΒΕΗΙΚΜΝΟΡΤΥΧειη", "aeopcyxijsABEKMHOPCTXIJSaoknptuxABEHIKMNOPTYXein")
+_CONFUSABLES = str.maketrans(*_LOOKALIKES)
+
+
+def _as_normalised(c: str) -> str:
+    """A pattern's letter as it may appear in normalised text, in either case ("Модель" reads "Moдeль", "МОДЕЛЬ"
+    "MOДEЛЬ", while "у" becomes Latin "y" and "У" stays): a class of every form when there are several."""
+    if c.isascii():
+        return c
+    forms = dict.fromkeys(f.translate(_CONFUSABLES) for f in (c, c.lower(), c.upper()) if len(f) == 1)
+    distinct = {f.lower(): f for f in forms}
+    return c.translate(_CONFUSABLES) if len(distinct) == 1 else f"[{''.join(distinct.values())}]"
 
 
 # --- building blocks -------------------------------------------------------------------------------
@@ -266,6 +282,32 @@ _DECODE_AND_FOLLOW = (
     rf"|\b{_ENCODING}\s+instr(?:uction)?s?\s*:"
 )
 
+# The model hailed at the start of a line or sentence, "Asistente: …", "Note pour l'IA : …", "Модель, …", in
+# the languages an attacker reaches for first: what follows the hail is for the model whatever its verb, which
+# no list of imperatives covers across languages. A bare hail is only an assistant word ("Model: fraud-score-v7"
+# is a field); the model or AI needs a "note for" or "dear" before it. Not after a quote: security training
+# quotes such lines ("'assistant, email the chat log …'").
+_HAIL_BARE = (
+    r"(?:asistente|assistente|assistant|assistent(?:en)?|asystenci[ea]|ассистент(?:у)?|помощник|어시스턴트(?:에게)?"
+    r"|助手|アシスタント|सहायक|المساعد|asistan)"
+)
+_HAIL_ANY = (
+    rf"(?:{_HAIL_BARE}|asystent(?:ka|ko)?|модель|ии|ia|ki|ai|yapay\s+zeka|modelo|modello|model(?:l)?|人工智能|인공지능"
+    r"|مساعد|الذكاء\s+الاصطناعي|chatbot|bot|llm)"
+)
+_HAIL_NOTE = (
+    r"(?:nota|note|hinweis|notitie|notatka|uwaga|заметка|примечание|注意|メモ|참고|नोट|ملاحظة|not)"
+    r"\s+(?:para|pour|an|per|voor|dla|для|à|a|al|alla|aan|to)\s+(?:el|la|le|l'|den|die|das|il|lo|de|het|o|a)?\s*"
+)
+_HAIL_DEAR = (
+    r"(?:querido|querida|estimado|cher|chère|liebe[rs]?|caro|cara|beste|drogi|дорогой|уважаемый|prezado|prezada"
+    r"|sayın|عزيزي|أيها|प्रिय)\s+"
+)
+_HAIL = (
+    rf"(?:^|(?<=[\n|>])|(?<=[.!?] ))[ \t]*(?:(?:{_HAIL_NOTE}|{_HAIL_DEAR}){_HAIL_ANY}|{_HAIL_BARE}|модель(?=\s*,))"
+    r"\s*[:,،、，：]\s*\S"
+)
+
 # Text a reader of the source does not see: marked at parse time (ingest.hidden), or raw hidden HTML kept
 # in Markdown. Flagged whatever it says: nobody reviewed it, and a model reads it all the same. (An HTML
 # comment is not flagged for being one: "<!-- TODO: ... -->" is everyday markup; what it says is scored.)
@@ -278,7 +320,11 @@ _HIDDEN = (
 
 
 def _rule(rule_id: str, why: str, source: str) -> Rule:
-    return Rule(rule_id, why, re.compile(source, re.IGNORECASE))
+    # The text is matched after normalise(), which turns Cyrillic and Greek look-alikes into Latin letters: the
+    # pattern's own words in those scripts ("игнорируй", "модель") must be spelt the same way to match.
+    # (No pattern puts a word in those scripts inside a [...] class, where the letter's own class would not fit.)
+    spelt = "".join(_as_normalised(c) for c in source)
+    return Rule(rule_id, why, re.compile(spelt, re.IGNORECASE))
 
 
 RULES: tuple[Rule, ...] = (
@@ -292,6 +338,7 @@ RULES: tuple[Rule, ...] = (
     _rule("fake-system-marker", "a chat-template token or a fake SYSTEM/ADMIN turn", _FAKE_SYSTEM),
     _rule("chat-markup", "a chat prompt's markup: turn tokens, role objects, prompt-framing tags", _CHAT_MARKUP),
     _rule("decode-and-follow", "encoded text with an order to decode it and act on it", _DECODE_AND_FOLLOW),
+    _rule("model-hailed", "the model hailed at the start of a line or sentence, in one of many languages", _HAIL),
     _rule("hidden-text", "text a reader of the source does not see (hidden HTML, DOCX, PDF or characters)", _HIDDEN),
 )
 
@@ -314,10 +361,6 @@ def _reveal_base64(match: re.Match[str]) -> str:
     return f"{match.group()}\n{decoded}\n" if " " in decoded and decoded.isprintable() else match.group()
 
 
-# Cyrillic and Greek letters that look like Latin ones ("Nоte tо АI" with Cyrillic о and А).
-_CONFUSABLES = str.maketrans(
-    "аеорсухіјѕАВЕКМНОРСТХІЈЅαοκνρτυχΑΒΕΗΙΚΜΝΟΡΤΥΧειη", "aeopcyxijsABEKMHOPCTXIJSaoknptuxABEHIKMNOPTYXein"
-)
 # Digits inside a word of letters ("1gn0r3 4ll pr3v10u5 1n5truct10n5"); only words that mix the two.
 _LEET_WORD = re.compile(r"\b(?=\w*[a-zA-Z])(?=\w*[013457])[a-zA-Z013457]{3,}\b")
 _LEET = str.maketrans("013457", "oieast")
