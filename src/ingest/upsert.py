@@ -97,8 +97,10 @@ def check_version_claim(
         return None if row is None else (row[0], row[1], row[2], row[3])
     if row[1] != source_uri:
         raise VersionConflict(
-            f"{header.doc_code} version {header.version} is already stored from {row[1]}, with other content; "
-            "give this file a new version number, or remove one of the two files"
+            f"{header.doc_code} version {header.version} is already stored from {row[1]}, with other content. "
+            "If this file revises it (the same file uploaded or ingested another way counts too), raise `version` "
+            "in the header block and set `effective_date` to the day the revision takes effect; if it is another "
+            "document, give it its own doc code. The stored version is unchanged"
         )
     withdrawn = " (withdrawn)" if row[3] == "withdrawn" else ""
     raise UnversionedRevision(

@@ -31,6 +31,8 @@ def _moment(value: str | None, option: str) -> datetime | None:
 
 
 def _csv_value(value: Any) -> Any:
+    if isinstance(value, bool):  # as the JSON lines write it, not Python's True/False
+        return "true" if value else "false"
     if isinstance(value, list):
         return " ".join(str(v) for v in value)
     if isinstance(value, dict):

@@ -126,7 +126,7 @@ def upload_command(
     ),
 ) -> None:
     """Make the corpus bucket match a folder: upload the files that changed, delete the ones that are gone."""
-    from ingest.aws.upload import MostOfBucket, upload_folder
+    from ingest.aws.upload import MostOfBucket, most_of_bucket, upload_folder
     from kb_cli.ingest_report import skipped_line
 
     settings = _settings()
@@ -147,20 +147,17 @@ def upload_command(
         for key in report.uploaded:
             out.print(f"would upload {key}", highlight=False)
         for key in report.deleted:
-            out.print(f"would delete {key} (withdraws its document)", highlight=False)
+            out.print(f"would delete {key} (withdraws the document stored from it, if any)", highlight=False)
     counts = (len(report.uploaded), len(report.unchanged), len(report.deleted))
     where = f"s3://{settings.aws.corpus_bucket}"
     if dry_run:
         summary = f"would upload {counts[0]}, delete {counts[2]}, leave {counts[1]} unchanged in {where}"
         out.print(summary + " (dry run: nothing was changed)", highlight=False)
         if report.deletes_most and not delete_most:
-            out.print(
-                f"without --dry-run this is refused: {len(report.deleted)} of the {report.in_bucket} objects would be "
-                "deleted. The bucket mirrors the whole corpus folder: upload that folder, or pass --keep-deleted "
-                "or --delete-most",
-                highlight=False,
-                soft_wrap=True,
-            )
+            # Exit 2 as the real upload would: a script that checks a dry run first must not read success.
+            said = most_of_bucket(folder, settings.aws.corpus_bucket, report).replace("; nothing was changed", "")
+            err.print(f"[bold red]error:[/] without --dry-run this is refused: {said}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2)
     else:
         out.print(f"{counts[0]} uploaded, {counts[1]} unchanged, {counts[2]} deleted in {where}", highlight=False)
     if report.skipped:

@@ -22,7 +22,7 @@ def print_status(console: Console, settings: Settings, status: QueueStatus) -> N
     ]
     if status.documents_by_status:
         docs = status.documents_by_status
-        lines.append(("documents", ", ".join(f"{n} {s}" for s, n in sorted(docs.items()))))
+        lines.append(("document versions", ", ".join(f"{n} {s}" for s, n in sorted(docs.items()))))
     width = max(len(label) for label, _ in lines)
     for label, value in lines:
         console.print(f"[bold]{label:<{width}}[/]  {value}", soft_wrap=True, highlight=False)

@@ -51,8 +51,9 @@ def db_status() -> None:
     )
     if status.embedding_space:
         docs = status.documents_by_status
+        # Each stored version counts: a document of two versions is 1 effective and 1 superseded.
         table.add_row(
-            "documents",
+            "document versions",
             f"{sum(docs.values())} (" + ", ".join(f"{docs.get(s, 0)} {s}" for s in DOC_STATUSES) + ")",
         )
         chunks = status.chunks_by_classification
@@ -127,4 +128,12 @@ def db_stop(
         )
         raise typer.Exit(2)
     stopped = server.stop()
-    console.print("stopped" if stopped else "it was not running")
+    if stopped and holding:
+        console.print(
+            f"stopped under {counted(len(holding), 'running process')}: they answer 'temporarily unavailable' "
+            "until `kb db start` brings it back",
+            highlight=False,
+            soft_wrap=True,
+        )
+    else:
+        console.print("stopped" if stopped else "it was not running")

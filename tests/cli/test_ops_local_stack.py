@@ -116,7 +116,9 @@ def test_kb_withdraw_takes_a_document_out_by_its_code(held_database: Path, tmp_p
         ).fetchone() or ("",)
     assert detail.startswith("withdrawn by its doc code; kept as withdrawn"), detail
     log = kb(held_database, "db", "status")
-    assert "1 withdrawn" in " ".join(log.stdout.split()), log.stdout  # counted among the documents
+    said = " ".join(log.stdout.split())
+    # counted among the stored versions, and called so (it said "documents" for versions)
+    assert "document versions" in said and "1 withdrawn" in said, log.stdout
     again = kb(held_database, "withdraw", "RSK-REF-006")
     assert (
         again.returncode == 0
@@ -246,7 +248,9 @@ def test_a_broken_file_reaches_the_dlq_and_kb_aws_status_shows_it_with_its_error
         # refused before anything is written; a dry run says it would be.
         wrong = folder / "lending"
         dry = kb(held_database, "aws", "upload", str(wrong), "--dry-run")
-        assert "without --dry-run this is refused: " in " ".join(dry.stdout.split()), dry.stdout
+        said = " ".join(dry.stderr.split())
+        assert dry.returncode == 2 and "without --dry-run this is refused: uploading " in said, dry.stderr
+        assert f"({wrong} holds no documents)" in said, said  # it holds only notes.txt
         refused = kb(held_database, "aws", "upload", str(wrong))
         said = " ".join(refused.stderr.split())
         assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr

@@ -111,6 +111,7 @@ def test_kb_db_stop_refuses_while_a_server_holds_the_database_and_says_who(fresh
             [KB, "db", "stop", "--force"], env=kb_env(fresh_state_dir), capture_output=True, text=True, timeout=120
         )
         assert forced.returncode == 0, forced.stderr
+        assert "stopped under 1 running process: " in forced.stdout and "`kb db start`" in forced.stdout
         assert wait_until(lambda: not postgres_of(fresh_state_dir), timeout=30)
     finally:
         server.kill()

@@ -130,6 +130,9 @@ def test_two_files_claiming_one_version_with_different_content_conflict(ingestor
     other = ingest_text(ingestor, markdown_document(title="A Different Text"), "file:///a/two.md")
     assert other.outcome == "failed"
     assert "already stored from file:///a/one.md" in (other.reason or "")
+    # It says what to change whichever way the file came (found walking it: `kb ingest` of a corpus file the
+    # bucket had stored named neither field, and told the operator to remove "one of the two files").
+    assert "raise `version` in the header block and set `effective_date`" in (other.reason or "")
     assert snapshot(database.ingest) == before
 
 

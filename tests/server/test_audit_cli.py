@@ -85,6 +85,7 @@ def test_kb_audit_writes_csv_for_a_spreadsheet(logged):
     # One time format in both outputs, ISO 8601 (the JSON lines had a space for the T).
     lines = jsonl(kb(logged, "--caller", "bob-ide").stdout)
     assert [r["at"] for r in lines] == [r["at"] for r in rows] and "T" in rows[0]["at"]
+    assert {r["degraded"] for r in rows} <= {"true", "false"}  # JSON's spelling, not Python's
 
 
 @pytest.fixture

@@ -25,16 +25,19 @@ class UploadReport:
         return len(self.deleted) >= 2 and 2 * len(self.deleted) > self.in_bucket
 
 
+def most_of_bucket(folder: Path, bucket: str, report: UploadReport) -> str:
+    """Why an upload that deletes most of the bucket is refused, and what to do instead."""
+    empty = "" if report.uploaded or report.unchanged else f" ({folder} holds no documents)"
+    return (
+        f"uploading {folder} would delete {len(report.deleted)} of the {report.in_bucket} objects in s3://{bucket} "
+        f"(and withdraw their documents){empty}; nothing was changed. The bucket mirrors the whole corpus folder "
+        "(keys such as compliance/CMP-SOP-004.md): upload that folder, or pass --keep-deleted to upload without "
+        "deleting, or --delete-most if they really are gone"
+    )
+
+
 class MostOfBucket(Exception):
     """Refused, before anything was written: the folder would delete most of the bucket's objects."""
-
-    def __init__(self, folder: Path, bucket: str, deleted: int, in_bucket: int) -> None:
-        super().__init__(
-            f"uploading {folder} would delete {deleted} of the {in_bucket} objects in s3://{bucket} (and withdraw "
-            "their documents); nothing was changed. The bucket mirrors the whole corpus folder (keys such as "
-            "compliance/CMP-SOP-004.md): upload that folder, or pass --keep-deleted to upload without deleting, "
-            "or --delete-most if they really are gone"
-        )
 
 
 def upload_folder(
@@ -58,8 +61,7 @@ def upload_folder(
     keys = {path.relative_to(folder).as_posix(): path for path in files}
     if delete:
         report.deleted = sorted(set(remote) - set(keys))
-    if report.deletes_most and not delete_most and not dry_run:
-        raise MostOfBucket(folder, bucket, len(report.deleted), report.in_bucket)
+    refused = report.deletes_most and not delete_most and not dry_run
     for key, path in keys.items():
         data = path.read_bytes()
         digest = hashlib.sha256(data).hexdigest()
@@ -67,7 +69,7 @@ def upload_folder(
             report.unchanged.append(key)
             continue
         report.uploaded.append(key)
-        if dry_run:
+        if dry_run or refused:
             continue
         s3.put_object(
             Bucket=bucket,
@@ -76,6 +78,8 @@ def upload_folder(
             Metadata={"sha256": digest},
             ContentType=mimetypes.guess_type(key)[0] or "application/octet-stream",
         )
+    if refused:  # after the loop, so that the message can say whether the folder holds documents at all
+        raise MostOfBucket(most_of_bucket(folder, bucket, report))
     if not dry_run:
         for key in report.deleted:
             s3.delete_object(Bucket=bucket, Key=key)
