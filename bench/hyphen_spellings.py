@@ -4,7 +4,7 @@ the lookup turned off on the same database. Corpus size (the golden questions, e
 synthetic scale (rare, medium and common terms under the three department filters). Writes
 bench/hyphen_spellings.md.
 
-    python -m bench.hyphen_spellings --scale 100000
+    python -m bench.hyphen_spellings --scale 100000 --more-scales 1000000
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from bench.scale import FILTERS, ROLE
 from bench.synthetic import MARKERS, SyntheticCorpus, load, query_vectors
 from bench.text_leg import REPO, fmt, side_by_side_setup, time_cases
 from kb_core.db.embedding_space import EmbeddingSpace
+from kb_core.embedders.local import LocalEmbedder
 from kb_server.search import hybrid_search
 
 OFF, ON = "without the spellings", "with them (served)"
@@ -31,7 +32,7 @@ VARIANTS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, superuser, model = side_by_side_setup(__doc__, argv)
+    args, superuser, model = side_by_side_setup(__doc__, argv, more_scales=True)
     lines = [
         "# A question's words with and without their hyphens: the cost",
         "",
@@ -49,20 +50,28 @@ def main(argv: list[str] | None = None) -> int:
         timed = asyncio.run(time_cases(corpus.server, cases, args.rounds, VARIANTS))
         lines.append(_row(f"corpus size: {len(questions)} golden questions × {args.rounds}, each as its role", timed))
         print(lines[-1], flush=True)
-    spec = SyntheticCorpus(chunks=args.scale, dimensions=384)
-    db = fresh_database(superuser, f"bench_hyphens_{args.scale}", EmbeddingSpace(model.space.model, 384))
+    for scale in [args.scale, *args.more_scales]:
+        lines += _at_scale(superuser, model, scale, args.rounds)
+    (REPO / "bench" / "hyphen_spellings.md").write_text("\n".join(lines) + "\n")
+    return 0
+
+
+def _at_scale(superuser: str, model: LocalEmbedder, scale: int, rounds: int) -> list[str]:
+    """The synthetic cases at `scale` chunks, each a row; the database is dropped after."""
+    rows = []
+    spec = SyntheticCorpus(chunks=scale, dimensions=384)
+    db = fresh_database(superuser, f"bench_hyphens_{scale}", EmbeddingSpace(model.space.model, 384))
     load(db.owner, spec)
     vectors = query_vectors(spec, 20)
     for kind, (term, _) in MARKERS.items():
         for filter_name, departments in FILTERS.items():
             cases = [(ROLE, term, v, departments) for v in vectors]
-            timed = asyncio.run(time_cases(db.server, cases, args.rounds, VARIANTS))
-            lines.append(_row(f"{args.scale:,} chunks: {kind} term, filter {filter_name}", timed))
-            print(lines[-1], flush=True)
+            timed = asyncio.run(time_cases(db.server, cases, rounds, VARIANTS))
+            rows.append(_row(f"{scale:,} chunks: {kind} term, filter {filter_name}", timed))
+            print(rows[-1], flush=True)
     with psycopg.connect(superuser, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE bench_hyphens_{args.scale} WITH (FORCE)")
-    (REPO / "bench" / "hyphen_spellings.md").write_text("\n".join(lines) + "\n")
-    return 0
+        conn.execute(f"DROP DATABASE bench_hyphens_{scale} WITH (FORCE)")
+    return rows
 
 
 def _row(case: str, timed: dict[str, dict[str, float]]) -> str:

@@ -82,11 +82,16 @@ async def time_cases(
     return {name: summary(values) for name, values in samples.items()}
 
 
-def side_by_side_setup(doc: str | None, argv: list[str] | None) -> tuple[argparse.Namespace, str, LocalEmbedder]:
-    """--scale and --rounds, the eval databases' server (its superuser) and the local model, loaded."""
+def side_by_side_setup(
+    doc: str | None, argv: list[str] | None, *, more_scales: bool = False
+) -> tuple[argparse.Namespace, str, LocalEmbedder]:
+    """--scale and --rounds (and --more-scales, comma-separated), the eval databases' server (its superuser) and
+    the local model, loaded."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
+    if more_scales:
+        parser.add_argument("--more-scales", type=lambda s: [int(x) for x in s.split(",") if x], default=[])
     args = parser.parse_args(argv)
     superuser = EmbeddedPostgres(REPO / ".kb-eval").start()
     model = LocalEmbedder()
