@@ -72,10 +72,14 @@ async def time_cases(
                 await search(
                     await connections.get(role), role, text=text, vector=vector, departments=departments, limit=TOP_K
                 )
+        order = list(searches.items())
         for _ in range(rounds):
             for role, text, vector, departments in cases:
                 conn = await connections.get(role)
-                for name, search in searches.items():  # interleaved: both see the same load
+                # Interleaved, so that both see the same load, and each first in turn: the first of a pair reads
+                # what the second then finds cached (at 1M chunks that made the second 10-40% faster).
+                order.reverse()
+                for name, search in order:
                     started = time.perf_counter()
                     await search(conn, role, text=text, vector=vector, departments=departments, limit=TOP_K)
                     samples[name].append((time.perf_counter() - started) * 1000)
