@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 
 from ingest.aws.bootstrap import ALARM_NAME
-from ingest.aws.clients import queue_url
+from ingest.aws.clients import object_missing, queue_url
 from ingest.worker.s3_events import MalformedEvent, object_changes
 
 PEEK_LIMIT = 50
@@ -183,6 +183,5 @@ def _gone(s3: Any, uri: str) -> bool:
     try:
         s3.head_object(Bucket=bucket, Key=key)
     except Exception as exc:
-        code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
-        return code in ("404", "NoSuchKey", "NotFound")
+        return object_missing(exc)
     return False

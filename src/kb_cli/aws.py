@@ -155,7 +155,7 @@ def upload_command(
         out.print(summary + " (dry run: nothing was changed)", highlight=False)
         if report.deletes_most and not delete_most:
             # Exit 2 as the real upload would: a script that checks a dry run first must not read success.
-            said = most_of_bucket(folder, settings.aws.corpus_bucket, report).replace("; nothing was changed", "")
+            said = most_of_bucket(folder, settings.aws.corpus_bucket, report, changed_nothing=False)
             err.print(f"[bold red]error:[/] without --dry-run this is refused: {said}", highlight=False, soft_wrap=True)
             raise typer.Exit(2)
     else:

@@ -27,14 +27,14 @@ def ingest(
     files, skipped = document_files(paths)
     if not files:
         # A wrong folder said "0 ingested, 0 unchanged, 0 failed" and exited 0, as if all was well.
-        from ingest.parsers import FORMATS
-        from kb_cli.ingest_report import skipped_line
+        from kb_cli.ingest_report import document_kinds, skipped_line
 
         named = ", ".join(str(p) for p in paths)
-        kinds = ", ".join(sorted(FORMATS))
         if skipped:
             console.print(skipped_line([p.name for p in skipped]), highlight=False, soft_wrap=True)
-        err.print(f"[bold red]error:[/] no documents in {named}: nothing to ingest (the formats are {kinds})")
+        err.print(
+            f"[bold red]error:[/] no documents in {named}: nothing to ingest (the formats are {document_kinds()})"
+        )
         raise typer.Exit(2)
     targets = prepare_database(settings)
     started = time.perf_counter()

@@ -66,8 +66,12 @@ def print_summary(console: Console, results: list[IngestResult], skipped: list[P
         console.print("  " + skipped_line([p.name for p in skipped]), highlight=False, soft_wrap=True)
 
 
+def document_kinds() -> str:
+    """The extensions ingestion reads: '.docx, .htm, .html, ...'."""
+    return ", ".join(sorted(FORMATS))
+
+
 def skipped_line(names: list[str]) -> str:
     """Said, not silent: a file of another type in the folder is in no answer."""
     shown = ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
-    kinds = ", ".join(sorted(FORMATS))
-    return f"skipped {counted(len(names), 'file')} of a type that is not a document ({kinds}): {shown}"
+    return f"skipped {counted(len(names), 'file')} of a type that is not a document ({document_kinds()}): {shown}"

@@ -13,9 +13,9 @@ import psycopg
 from kb_core.settings import Settings
 
 
-def reconcile_with_folder(settings: Settings, ingest_conninfo: str, bucket: str, folder: Path) -> list[str]:
+def reconcile_with_folder(settings: Settings, ingest_conninfo: str, bucket: str, folder: Path) -> list[tuple[str, str]]:
     """Withdraw the documents stored from s3://bucket/KEY, or by `kb ingest` from folder/KEY, where folder/KEY no
-    longer exists; return the versions withdrawn ('CMP-SOP-004 v3.1')."""
+    longer exists; return the (doc code, version)s withdrawn."""
     from ingest.pipeline import document_files
     from ingest.upsert import withdraw
     from ingest.withdrawals import orphaned_sources
@@ -25,12 +25,9 @@ def reconcile_with_folder(settings: Settings, ingest_conninfo: str, bucket: str,
     present = [f"s3://{bucket}/{path.relative_to(folder).as_posix()}" for path in files]
     present += [path.resolve().as_uri() for path in files]
     prefixes = (f"s3://{bucket}/", folder.resolve().as_uri() + "/")
-    withdrawn: list[str] = []
+    withdrawn: list[tuple[str, str]] = []
     with psycopg.connect(ingest_conninfo, autocommit=True) as conn:
         for uri in orphaned_sources(conn, prefixes, present):
             with conn.transaction():
-                withdrawn += [
-                    f"{code} v{version}"
-                    for code, version in withdraw(conn, uri, retention_days=settings.aws.withdrawn_retention_days)
-                ]
+                withdrawn += withdraw(conn, uri, retention_days=settings.aws.withdrawn_retention_days)
     return withdrawn

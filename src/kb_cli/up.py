@@ -101,7 +101,7 @@ def _run_stack(
     if withdrawn:
         console.print(
             f"[green]✓[/] withdrew {_documents_and_versions(withdrawn)} whose file is gone from {corpus}/: "
-            + ", ".join(withdrawn),
+            + ", ".join(f"{code} v{version}" for code, version in withdrawn),
             highlight=False,
             soft_wrap=True,
         )
@@ -215,8 +215,8 @@ def up(
     raise typer.Exit(run_up(console, settings_or_exit(), corpus, serve=serve_after))
 
 
-def _documents_and_versions(withdrawn: list[str]) -> str:
-    """'1 document (2 versions)' for ['FIN-REF-002 v5.0', 'FIN-REF-002 v4.0']; '2 documents' for one version each."""
-    documents = len({version.split(" v", 1)[0] for version in withdrawn})
+def _documents_and_versions(withdrawn: list[tuple[str, str]]) -> str:
+    """'1 document (2 versions)' for two versions of one doc code; '2 documents' for one version each."""
+    documents = len({code for code, _ in withdrawn})
     said = counted(documents, "document")
     return said if documents == len(withdrawn) else f"{said} ({counted(len(withdrawn), 'version')})"

@@ -399,12 +399,10 @@ def _register_tools(server: MCPServer) -> None:
         as_of: Annotated[date | None, AS_OF] = None,
     ) -> DocumentDetail:
         code = _check_doc_code(doc_code)
-        if version is not None and not DOC_VERSION.match(version.strip()):
-            raise ToolError(f"malformed version {version[:20]!r}: use dotted numbers such as 3.1")
-        if version is not None and as_of is not None:
+        pinned = _check_version(version) if version is not None else None
+        if pinned is not None and as_of is not None:
             raise ToolError("give a version or an as_of date, not both: a version names one text, as_of finds it")
         async with connection(ctx) as conn:
-            pinned = version.strip() if version else None
             document = await fetch_document(conn, caller_role(ctx), code, pinned, as_of=as_of)
             if document is None:
                 raise ToolError(await _not_found_in(conn, ctx, code, pinned, as_of))

@@ -20,6 +20,12 @@ def client(service: str, settings: AwsSettings, **config: Any) -> Any:
     )
 
 
+def object_missing(exc: BaseException) -> bool:
+    """Whether a boto3 error says the object (or key) does not exist."""
+    code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+    return code in ("404", "NoSuchKey", "NotFound")
+
+
 def queue_url(sqs: Any, name: str) -> str:
     return str(sqs.get_queue_url(QueueName=name)["QueueUrl"])
 

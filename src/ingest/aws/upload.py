@@ -25,12 +25,14 @@ class UploadReport:
         return len(self.deleted) >= 2 and 2 * len(self.deleted) > self.in_bucket
 
 
-def most_of_bucket(folder: Path, bucket: str, report: UploadReport) -> str:
-    """Why an upload that deletes most of the bucket is refused, and what to do instead."""
+def most_of_bucket(folder: Path, bucket: str, report: UploadReport, *, changed_nothing: bool = True) -> str:
+    """Why an upload that deletes most of the bucket is refused, and what to do instead (a dry run changes nothing
+    anyway, so it says so only of a real upload)."""
     empty = "" if report.uploaded or report.unchanged else f" ({folder} holds no documents)"
+    done = "; nothing was changed" if changed_nothing else ""
     return (
         f"uploading {folder} would delete {len(report.deleted)} of the {report.in_bucket} objects in s3://{bucket} "
-        f"(and withdraw their documents){empty}; nothing was changed. The bucket mirrors the whole corpus folder "
+        f"(and withdraw their documents){empty}{done}. The bucket mirrors the whole corpus folder "
         "(keys such as compliance/CMP-SOP-004.md): upload that folder, or pass --keep-deleted to upload without "
         "deleting, or --delete-most if they really are gone"
     )

@@ -18,6 +18,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from ingest.aws.clients import object_missing
 from ingest.parsers.budget import ParseLimit
 from ingest.pipeline import Ingestor, IngestResult
 from ingest.worker.invocation_deadline import (
@@ -103,8 +104,7 @@ class RecordProcessor:
         try:
             head = self.s3.head_object(Bucket=change.bucket, Key=change.key)
         except self.s3.exceptions.ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            if code in ("404", "NoSuchKey", "NotFound"):
+            if object_missing(exc):
                 # Removed again before we got here: its ObjectRemoved event will withdraw it.
                 return IngestResult(change.uri, "unchanged", reason="the object no longer exists")
             raise
