@@ -21,9 +21,13 @@ def tokens_add(
 
     path = tokens_path(settings_or_exit())
     chosen = role_or_exit(role)
-    # The name is who the audit log says called: it has to read as someone.
-    if not name.strip() or name != name.strip() or not name.isprintable():
-        err.print(f"[bold red]error:[/] {name!r} is not a token name: use one such as alice-laptop", highlight=False)
+    # The name is who the audit log says called: it has to read as someone, as one word (`kb tokens list` and
+    # `kb audit --caller` take it as one).
+    if not name or not name.isprintable() or any(c.isspace() for c in name):
+        err.print(
+            f"[bold red]error:[/] {name!r} is not a token name: use one such as alice-laptop, without spaces",
+            highlight=False,
+        )
         raise typer.Exit(2)
     held = next((e for e in read_tokens(path).values() if e.name == name), None)
     if held is not None and not replace:

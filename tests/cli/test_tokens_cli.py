@@ -34,8 +34,8 @@ def test_a_second_add_for_a_name_is_refused_unless_replace_is_asked_for(fresh_st
     assert [line.split()[:2] for line in listed[1:]] == [["alice-laptop", "compliance_officer"]]
 
 
-@pytest.mark.parametrize("name", ["", "   ", " alice", "bob\tlaptop"])
-def test_a_blank_or_padded_token_name_is_refused_in_one_line(fresh_state_dir: Path, name: str) -> None:
+@pytest.mark.parametrize("name", ["", "   ", " alice", "bob\tlaptop", "alice laptop"])
+def test_a_blank_padded_or_spaced_token_name_is_refused_in_one_line(fresh_state_dir: Path, name: str) -> None:
     done = kb(fresh_state_dir, "tokens", "add", name, "--role", "analyst")
     assert done.returncode == 2 and done.stdout == ""
     assert "is not a token name: use one such as alice-laptop" in done.stderr

@@ -85,7 +85,8 @@ def test_a_stored_documents_bytes_under_another_extension_fail_its_type_check_no
     assert stored.outcome == "ingested", stored.reason
     (renamed,) = ingest_files(ingestor, [write(tmp_path / "b" / "CMP-SOP-904.pdf", text)])
     assert renamed.outcome == "failed", renamed
-    assert "the file is text, not a PDF file: its extension .pdf does not match its content" in (renamed.reason or "")
+    expected = "the file is Markdown text, not a PDF file: its extension .pdf does not match its content"
+    assert expected in (renamed.reason or "")
 
 
 def test_a_file_over_the_size_limit_fails_with_the_limit_named(database, counting_embedder, tmp_path):

@@ -105,9 +105,13 @@ def docx_bytes() -> bytes:
         (
             markdown_document("CMP-SOP-933").encode(),
             "rules.pdf",
-            "the file is text, not a PDF file: its extension .pdf",
+            "the file is Markdown text, not a PDF file: its extension .pdf does not match its content; "
+            "rename it to .md",
         ),
-        (markdown_document("CMP-SOP-933").encode(), "rules.docx", "the file is text, not a DOCX file"),
+        (markdown_document("CMP-SOP-933").encode(), "rules.docx", "the file is Markdown text, not a DOCX file"),
+        (b"openapi: 3.1.0\ninfo:\n  title: Payments\n", "api.pdf", "is an OpenAPI document, not a PDF file"),
+        (b'{"openapi": "3.1.0", "info": {}}', "api.docx", "rename it to .yaml or .json"),
+        (b"Meeting notes, no header.\n", "notes.pdf", "the file is text, not a PDF file"),
         (pdf_bytes(), "rules.md", "the file is a PDF, not Markdown text: its extension .md does not match"),
         (pdf_bytes(), "rules.html", "rename it to .pdf"),
         (docx_bytes(), "rules.pdf", "the file is a DOCX (Word) document, not a PDF file"),

@@ -6,6 +6,7 @@ Without this, a text file named .pdf reached the PDF library (which opens plain 
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 
 from ingest.document import ParseError
@@ -56,7 +57,16 @@ def real_kind(data: bytes) -> tuple[str, str | None, str]:
     start = text.lstrip("\ufeff \t\r\n").lower()
     if start.startswith(("<!doctype html", "<html", "<head", "<body")):
         return "html", ".html", _NAMES["html"][0]
+    # Named only to word the error for a file under a binary type's extension: every text kind is accepted
+    # as "text" by the text parsers, which tell the formats apart themselves.
+    if _OPENAPI_START.match(start):
+        return "text", ".yaml or .json", "an OpenAPI document"
+    if start.startswith(("---", "# ")):
+        return "text", ".md", _NAMES["markdown"][0]
     return "text", None, "text"
+
+
+_OPENAPI_START = re.compile(r'(?:---\s*)?(?:\{\s*)?"?openapi"?\s*:')
 
 
 def _text_head(head: bytes) -> str | None:
