@@ -58,6 +58,8 @@ async def run_search(
             hint = await empty_knowledge_base_hint(conn, role, as_of=as_of, departments=departments)
         if hint:
             console.print(f"[yellow]{hint}[/]", highlight=False)
+    elif result.hint:
+        console.print(f"[yellow]{result.hint}[/]", highlight=False)
     if result.warning:
         console.print(f"[yellow]warning:[/] {result.warning}", highlight=False)
     if explain:

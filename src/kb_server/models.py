@@ -44,8 +44,17 @@ class SearchResult(BaseModel):
     truncated: bool = Field(False, description="True when the 8-chunk or 12 KB cap cut the result.")
     hint: str | None = Field(
         None,
-        description="Why nothing was found: the knowledge base is empty to you, or nothing was in force on as_of.",
+        description="Why nothing was found (the knowledge base is empty to you, or nothing was in force on as_of), "
+        "or that no chunk returned holds a word of the query, so they are the nearest in meaning only.",
     )
+
+
+# A chunk that shares no word with the query is there for its vector alone: for a query of unknown words (a
+# typo, a code that is not in the corpus, another language) that is the closest of unrelated text.
+NEAREST_IN_MEANING_ONLY = (
+    "no chunk returned contains a word of the query: they are only the nearest in meaning and may not answer it; "
+    "check the spelling, or ask with the documents' own terms"
+)
 
 
 class Section(BaseModel):

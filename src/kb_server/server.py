@@ -55,6 +55,7 @@ from kb_server.documents import (
 )
 from kb_server.injection_warnings import DOCUMENT_WARNING, SECTION_WARNING, search_warning
 from kb_server.models import (
+    NEAREST_IN_MEANING_ONLY,
     NOTICE,
     NOTICE_SENTENCE,
     DocumentDetail,
@@ -306,6 +307,8 @@ def capped_result(query: str, hits: list[Hit], *, degraded_reason: str | None) -
         degraded_reason=degraded_reason,
         truncated=len(hits) > MAX_CHUNKS,
     )
+    if hits and degraded_reason is None and all(hit.text_rank is None for hit in hits[:MAX_CHUNKS]):
+        result.hint = NEAREST_IN_MEANING_ONLY
     for hit in hits[:MAX_CHUNKS]:
         chunk = RetrievedChunk(
             doc_code=hit.doc_code,

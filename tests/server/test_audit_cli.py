@@ -157,3 +157,19 @@ def test_a_filter_that_could_match_nothing_gets_one_line_instead_of_an_empty_log
     done = kb(logged, option, value)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip() == message
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "setting"),
+    [
+        ((), {"KB_AUDIT_DATABASE_URL": "postgresql://nobody@127.0.0.1:1/x"}, "KB_AUDIT_DATABASE_URL"),
+        (("prune", "--older-than", "365d"), {"DATABASE_URL": "postgresql://nobody@127.0.0.1:1/x"}, "DATABASE_URL"),
+    ],
+)
+def test_an_unreachable_audit_database_gets_one_line_naming_the_setting(database, args, env, setting):
+    # Found walking it: `kb audit` printed a 50-line traceback ending in psycopg's OperationalError.
+    done = kb(database, *args, **env)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "cannot reach the audit log at postgresql://nobody@127.0.0.1:1/x" in done.stderr
+    assert f"check {setting}" in done.stderr

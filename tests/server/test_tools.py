@@ -13,7 +13,7 @@ from tests.server.conftest import client_as
 
 from kb_core.embedders.base import EmbeddingError
 from kb_core.roles import Classification, Role
-from kb_server.models import NOTICE
+from kb_server.models import NEAREST_IN_MEANING_ONLY, NOTICE
 
 pytestmark = pytest.mark.anyio
 CLASSIFICATION = {
@@ -103,6 +103,17 @@ async def test_a_search_returns_cited_chunks_in_the_llds_shape(corpus_database, 
     assert top["citation"].startswith(f"kb://{top['department']}/{top['doc_code']}@{top['version']}#")
     assert any(d["citation"] == "kb://compliance/CMP-SOP-004@3.1#4.2" for d in content["documents"])
     assert all(d["version"] != "2.0" or d["doc_code"] != "CMP-SOP-004" for d in content["documents"])  # effective only
+
+
+async def test_results_that_share_no_word_with_the_query_say_they_are_the_nearest_in_meaning_only(
+    corpus_database, local_embedder
+):
+    # Found walking it: a nonsense query came back with 8 unrelated chunks and nothing to say so.
+    async with client_as(corpus_database, Role.ANALYST, local_embedder) as client:
+        nonsense = (await call(client, "search_knowledge_base", query="zzzzqqq xyzzy")).structured_content
+        worded = (await call(client, "search_knowledge_base", query="wire transfer cut-off time")).structured_content
+    assert nonsense["documents"] and nonsense["hint"] == NEAREST_IN_MEANING_ONLY
+    assert worded["documents"] and worded["hint"] is None
 
 
 async def test_a_small_department_filter_still_returns_top_k_rows(corpus_database, local_embedder):

@@ -19,6 +19,8 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from kb_core.db.targets import redact
+
 COLUMNS = (
     "audit_id",
     "at",
@@ -97,12 +99,21 @@ def read_audit_log(conninfo: str, where: AuditFilter) -> Iterator[dict[str, Any]
 
     A login that is not the owner reads as the compliance role (SET ROLE, for a login granted it)."""
     query, params = _query(where)
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    with _connect(conninfo, "KB_AUDIT_DATABASE_URL or DATABASE_URL") as conn:
         _become_reader(conn)
         with conn.transaction(), conn.cursor("kb_audit", row_factory=dict_row) as cursor:
             conn.execute("SET TRANSACTION READ ONLY")
             cursor.execute(query, params)
             yield from cursor
+
+
+def _connect(conninfo: str, setting: str) -> psycopg.Connection:
+    """A connection, or one line naming the login that failed and the setting to check (no traceback)."""
+    try:
+        return psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
+    except psycopg.OperationalError as exc:
+        said = " ".join(str(exc).split())[:300] or exc.__class__.__name__
+        raise AuditAccessError(f"cannot reach the audit log at {redact(conninfo)}: {said}; check {setting}") from None
 
 
 def _become_reader(conn: psycopg.Connection) -> None:
@@ -131,7 +142,7 @@ def to_regclass_missing(conn: psycopg.Connection) -> bool:
 
 def prune_audit_log(owner_conninfo: str, older_than: timedelta, *, operator: str) -> int:
     """Remove records older than `older_than` (owner only); record the prune itself; return how many."""
-    with psycopg.connect(owner_conninfo, autocommit=True) as conn:
+    with _connect(owner_conninfo, "DATABASE_URL") as conn:
         if to_regclass_missing(conn):
             raise AuditAccessError("this database has no audit log yet: run `kb db migrate`")
         try:
