@@ -5,12 +5,16 @@
   failed-authentication allowance on every guess.
 - Logs are one line per record (the SDK's rich handler wraps and draws tracebacks in boxes), and a client
   that goes away mid-request is an INFO line, not an ERROR with a traceback: it is not the server's fault.
+- A second Ctrl-C while it stops does not "force quit": uvicorn's force quit skips the app's shutdown and lets
+  asyncio cancel it mid-way, which printed a traceback from every cancelled task (a supervisor such as
+  `timeout` repeats the signal). The stop in hand is already bounded: 5 s for open streams, then the pools.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+from types import FrameType
 from typing import Any
 
 from starlette.requests import ClientDisconnect
@@ -60,7 +64,13 @@ def run_http(app: Any, settings: ServerSettings) -> None:
     if settings.stateless:
         # Stateless, the SDK logs "Terminating session: None" at INFO for every request: noise, not news.
         logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
-    uvicorn.run(
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            if not self.should_exit:  # a repeated signal: the stop in hand goes on (module docstring)
+                super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(
         app,
         host=settings.http_host,
         port=settings.http_port,
@@ -74,3 +84,7 @@ def run_http(app: Any, settings: ServerSettings) -> None:
         timeout_keep_alive=settings.keep_alive_s,
         **proxy_options(settings),
     )
+    server = Server(config)
+    server.run()
+    if not server.started:
+        sys.exit(3)  # as uvicorn.run: the app did not start (its lifespan failed, or the port was taken)
