@@ -15,6 +15,10 @@ class ParseError(Exception):
     """The file cannot be read as a document; the message says why and what to do."""
 
 
+# A file of nothing (or of only whitespace) is most often a copy or an upload that was cut short.
+EMPTY_FILE = "the file is empty: upload the document again (a copy or an upload may have been cut short)"
+
+
 class HeaderError(ParseError):
     """The header block is missing or a field is invalid; the message names the field."""
 

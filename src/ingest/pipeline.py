@@ -407,6 +407,16 @@ class Ingestor:
         except psycopg.Error:
             pass  # the record is handed back whatever the database says; the worker's log has the reason
 
+    def log_refused(self, source_uri: str, reason: str) -> None:
+        """A file failed before it reached the ingestor (the worker refuses an object over the size limit
+        unread): recorded as failed, as a parse failure is, so `kb aws status` can show why."""
+        try:
+            self._ensure_connected()
+            with self.conn.transaction():
+                log_event(self.conn, source_uri, "failed", detail=reason[:2000])
+        except psycopg.Error:
+            pass  # the record fails whatever the database says; the worker's log has the reason
+
     def _log_failure(self, source_uri: str, sha256: str, reason: str) -> None:
         try:
             with self.conn.transaction():

@@ -18,6 +18,7 @@ from ingest.pipeline import IngestResult
 from kb_cli.common import console, err, friendly_errors, settings_or_exit
 from kb_core.embedders import Embedder
 from kb_core.settings import Settings
+from kb_core.words import counted
 
 aws_app = typer.Typer(no_args_is_help=True, help="The corpus bucket and the ingest queues.")
 
@@ -78,6 +79,7 @@ def worker_command(console: Console) -> None:
     """Long-poll the ingest queue and ingest what arrives, until SIGTERM or Ctrl-C."""
     settings = _settings()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    logging.getLogger("botocore").setLevel(logging.WARNING)  # "Found credentials in environment variables"
     worker = build_worker(settings)
 
     def stop(signum: int, _: Any) -> None:
@@ -90,8 +92,8 @@ def worker_command(console: Console) -> None:
     settings.database.state_dir.mkdir(parents=True, exist_ok=True)
     stats = worker.run(heartbeat=settings.database.state_dir / "worker.heartbeat")
     console.print(
-        f"stopped: {stats.batches} batches, {stats.succeeded} messages done, {stats.failed} failed, "
-        f"{stats.released} handed back",
+        f"stopped: {counted(stats.batches, 'batch')}, {counted(stats.succeeded, 'message')} done, "
+        f"{stats.failed} failed, {stats.released} handed back",
         highlight=False,
     )
 

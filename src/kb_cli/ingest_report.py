@@ -43,8 +43,9 @@ def print_summary(console: Console, results: list[IngestResult], skipped: list[P
     console.print(
         f"[bold]{outcomes['ingested']} ingested[/], {outcomes['unchanged']} unchanged, "
         f"[{'red' if outcomes['failed'] else 'green'}]{outcomes['failed']} failed[/]"
-        f" · {chunks} chunks ({sum(r.embedded for r in done)} embedded, {sum(r.suspect_chunks for r in done)} "
-        f"injection-suspect) · {sum(r.tokens for r in done)} tokens · {seconds:.1f} s",
+        f" · {counted(chunks, 'chunk')} ({sum(r.embedded for r in done)} embedded, "
+        f"{sum(r.suspect_chunks for r in done)} injection-suspect) · {sum(r.tokens for r in done)} tokens "
+        f"· {seconds:.1f} s",
         highlight=False,
     )
     if done:

@@ -25,3 +25,11 @@ DEFAULT_MAX_PARSE_MEMORY_BYTES = 512 * 1024 * 1024
 # an average file (one or two embedding calls, one transaction). With the worker's 60 s Timeout the first record
 # of a batch keeps its whole KB_MAX_PARSE_SECONDS (40), the split infra/template.yaml made before.
 DEFAULT_WORKER_RESERVE_SECONDS = 20.0
+
+
+def over_size_limit(size: int, max_bytes: int, what: str = "the file") -> str:
+    """Why a file over KB_MAX_FILE_BYTES is refused, in the unit the README states the limit in, with the fix."""
+    return (
+        f"{what} is {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.1f} MiB limit (KB_MAX_FILE_BYTES): split the "
+        "document, or raise KB_MAX_FILE_BYTES"
+    )

@@ -34,13 +34,13 @@ def start_stdio(state_dir: Path) -> subprocess.Popen:
     return process
 
 
-def start_http(state_dir: Path) -> subprocess.Popen:
+def start_http(state_dir: Path, stderr: int = subprocess.DEVNULL) -> subprocess.Popen:
     port = free_port()
     process = subprocess.Popen(
         [KB, "serve", "--transport", "http"],
         env=kb_env(state_dir, KB_HTTP_PORT=str(port)),
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=stderr,
     )
     wait_for_http(f"http://127.0.0.1:{port}/healthz", process)
     return process
@@ -122,20 +122,12 @@ def test_kb_db_stop_refuses_while_a_server_holds_the_database_and_says_who(fresh
 def test_a_repeated_ctrl_c_stops_kb_serve_http_without_a_traceback(fresh_state_dir: Path) -> None:
     # Found walking it: `timeout` (and an impatient person) sends SIGINT twice; uvicorn took the second as "force
     # quit", skipped the app's shutdown and let asyncio cancel it: a traceback from every cancelled pool worker.
-    port = free_port()
-    process = subprocess.Popen(
-        [KB, "serve", "--transport", "http"],
-        env=kb_env(fresh_state_dir, KB_HTTP_PORT=str(port)),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = start_http(fresh_state_dir, stderr=subprocess.PIPE)
     try:
-        wait_for_http(f"http://127.0.0.1:{port}/healthz", process)
         process.send_signal(signal.SIGINT)
         time.sleep(0.02)
         process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=60)
+        stderr = process.communicate(timeout=60)[1].decode()
         assert "Traceback" not in stderr and "CancelledError" not in stderr, stderr
         assert wait_until(lambda: not postgres_of(fresh_state_dir), timeout=30), "postgres was left running"
     finally:

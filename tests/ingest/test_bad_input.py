@@ -89,6 +89,20 @@ def test_a_stored_documents_bytes_under_another_extension_fail_its_type_check_no
     assert expected in (renamed.reason or "")
 
 
+@pytest.mark.parametrize("extension", [".yaml", ".json", ".html"])
+def test_a_stored_markdown_documents_bytes_under_a_text_formats_extension_fail_naming_markdown(
+    ingestor, tmp_path, extension
+):
+    # Found walking it: the type check before the hash lookup covered the binary formats only, so a byte copy of
+    # a stored .md under .yaml, .json or .html came back "unchanged".
+    text = markdown_document("CMP-SOP-905")
+    (stored,) = ingest_files(ingestor, [write(tmp_path / "a" / "CMP-SOP-905.md", text)])
+    assert stored.outcome == "ingested", stored.reason
+    (copied,) = ingest_files(ingestor, [write(tmp_path / "b" / f"CMP-SOP-905{extension}", text)])
+    assert copied.outcome == "failed", copied
+    assert "the file is Markdown text" in (copied.reason or "") and "rename it to .md" in (copied.reason or "")
+
+
 def test_a_file_over_the_size_limit_fails_with_the_limit_named(database, counting_embedder, tmp_path):
     from ingest.pipeline import Ingestor
 

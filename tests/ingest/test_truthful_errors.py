@@ -112,6 +112,14 @@ def docx_bytes() -> bytes:
         (b"openapi: 3.1.0\ninfo:\n  title: Payments\n", "api.pdf", "is an OpenAPI document, not a PDF file"),
         (b'{"openapi": "3.1.0", "info": {}}', "api.docx", "rename it to .yaml or .json"),
         (b"Meeting notes, no header.\n", "notes.pdf", "the file is text, not a PDF file"),
+        (
+            markdown_document("CMP-SOP-933").encode(),
+            "rules.yaml",
+            "the file is Markdown text, not a YAML or JSON file: its extension .yaml does not match its content; "
+            "rename it to .md",
+        ),
+        (markdown_document("CMP-SOP-933").encode(), "rules.json", "the file is Markdown text, not a YAML or JSON"),
+        (markdown_document("CMP-SOP-933").encode(), "rules.html", "the file is Markdown text, not HTML"),
         (pdf_bytes(), "rules.md", "the file is a PDF, not Markdown text: its extension .md does not match"),
         (pdf_bytes(), "rules.html", "rename it to .pdf"),
         (docx_bytes(), "rules.pdf", "the file is a DOCX (Word) document, not a PDF file"),

@@ -3,6 +3,7 @@ from __future__ import annotations
 import itertools
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -10,6 +11,7 @@ from ingest.aws.bootstrap import Stack, bootstrap
 from ingest.aws.clients import client
 from ingest.aws.local_stack import LocalAws
 from ingest.pipeline import Ingestor
+from ingest.queue_status import queue_status
 from ingest.worker.handler import RecordProcessor, make_handler
 from ingest.worker.poller import SqsWorker
 from kb_core.settings import AwsSettings
@@ -20,7 +22,7 @@ _names = itertools.count()
 @pytest.fixture(scope="session")
 def local_aws():
     """moto's server on loopback: the real S3/SQS wire protocol."""
-    with LocalAws(port=4599) as aws:
+    with LocalAws(port=0) as aws:
         yield aws
 
 
@@ -77,4 +79,17 @@ def worker_for(queue: Queue, ingestor: Ingestor, *, max_bytes: int = 2_000_000, 
         batch_size=5,
         wait_time_s=1,
         max_backoff_s=1,
+    )
+
+
+def queue_status_of(queue: Queue, ingest_conninfo: str, *, s3: bool = False) -> Any:
+    """What `kb aws status` reports, read as it reads it (`s3`: marking dead letters whose object is gone)."""
+    return queue_status(
+        queue.sqs,
+        client("cloudwatch", queue.settings),
+        ingest_queue=queue.settings.ingest_queue,
+        dead_letter_queue=queue.settings.dead_letter_queue,
+        local=True,
+        ingest_conninfo=ingest_conninfo,
+        s3=queue.s3 if s3 else None,
     )

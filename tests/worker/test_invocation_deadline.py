@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 from tests.support.documents import markdown_document, write
+from tests.worker.conftest import queue_status_of
 from tests.worker.test_queue_ingestion import documents, receive
 
 from ingest import pipeline
@@ -186,9 +187,6 @@ def test_a_message_handed_back_on_every_receive_reaches_the_dlq_with_the_deadlin
     """The worst case the order cannot prevent (invocations that never have time for it): after 3 receives the
     message is dead-lettered, and `kb aws status` gives the invocation's deadline as its last error, not
     'no error recorded'."""
-    from ingest.aws.clients import client
-    from ingest.queue_status import queue_status
-
     write(tmp_path / "CMP-SOP-901.md", markdown_document("CMP-SOP-901"))
     upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
     handler = make_handler(RecordProcessor(ingestor, queue.s3, max_bytes=2_000_000, reserve_s=RESERVE_S))
@@ -198,15 +196,7 @@ def test_a_message_handed_back_on_every_receive_reaches_the_dlq_with_the_deadlin
     assert receive(queue, 1, timeout=4) == []  # the 4th receive moved it to the DLQ
 
     def status_now() -> Any:
-        return queue_status(
-            queue.sqs,
-            client("cloudwatch", queue.settings),
-            ingest_queue=queue.settings.ingest_queue,
-            dead_letter_queue=queue.settings.dead_letter_queue,
-            local=True,
-            ingest_conninfo=database.ingest,
-            s3=queue.s3,
-        )
+        return queue_status_of(queue, database.ingest, s3=True)
 
     status = status_now()
     ((dead),) = status.dead

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from tests.conftest import REPO
 from tests.support.documents import markdown_document, write
-from tests.worker.conftest import worker_for
+from tests.worker.conftest import queue_status_of, worker_for
 
 from ingest.aws.redrive import redrive
 from ingest.aws.upload import upload_folder
@@ -112,6 +112,9 @@ def test_a_poison_file_in_a_batch_of_five_fails_alone_reaches_the_dlq_and_ingest
         pytest.fail("the poison message never reached the DLQ")
     in_dlq = queue.sqs.receive_message(QueueUrl=dlq, AttributeNames=["All"], VisibilityTimeout=0)["Messages"][0]
     assert int(in_dlq["Attributes"]["ApproximateReceiveCount"]) >= 3 and "CMP-SOP-999" in in_dlq["Body"]
+    # The status names why, though the worker refused it unread (found walking it: "no error recorded").
+    (dead,) = queue_status_of(queue, database.ingest).dead
+    assert "MiB limit (KB_MAX_FILE_BYTES): split the document, or raise KB_MAX_FILE_BYTES" in (dead.last_error or "")
 
     # The cause is fixed (the size limit is raised); the redrive brings the message back and it ingests.
     said: list[str] = []

@@ -20,7 +20,9 @@ class LocalAws:
     """moto in a thread of this process; `endpoint_url` is what AWS_ENDPOINT_URL should be."""
 
     def __init__(self, port: int = DEFAULT_PORT) -> None:
-        if not _port_free(port):
+        """`port` 0: any free port (tests: two test processes asking for one fixed port at once could both find
+        it free, and one then used, and lost, the other's server)."""
+        if port == 0 or not _port_free(port):
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
                 port = s.getsockname()[1]

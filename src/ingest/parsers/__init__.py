@@ -10,7 +10,7 @@ from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocume
 from ingest.hidden import has_invisible_characters, reveal_invisible_characters
 from ingest.parsers.budget import PARSE_LIMIT_SETTING, Deadline, OutOfMemory, check_package_size
 from ingest.parsers.sniff import check_content_matches
-from kb_core.file_limits import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_PARSE_SECONDS
+from kb_core.file_limits import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_PARSE_SECONDS, over_size_limit
 
 FORMATS = {
     ".md": "markdown",
@@ -53,9 +53,7 @@ def parse_document(
     deadline = Deadline(max_parse_seconds, parse_limit_setting)
     kind = detect_format(name)
     if len(data) > max_bytes:
-        raise ParseError(
-            f"the file is {len(data) / 1e6:.1f} MB, over the {max_bytes / 1e6:.1f} MB limit (KB_MAX_FILE_BYTES)"
-        )
+        raise ParseError(over_size_limit(len(data), max_bytes))
     check_content_matches(kind, data, name)
     if kind == "docx":
         check_package_size(data, max_decompressed_bytes, "DOCX")

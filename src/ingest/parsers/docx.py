@@ -22,7 +22,7 @@ from docx.table import _Cell
 from docx.text.paragraph import Paragraph as DocxParagraph
 from docx.text.run import Run
 
-from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
+from ingest.document import EMPTY_FILE, Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
 from ingest.header import FIELDS, build_header, field_key, two_header_blocks
 from ingest.hidden import mark_hidden
 from ingest.parsers.budget import Deadline
@@ -33,7 +33,7 @@ _LIST_STYLE = re.compile(r"^List (Bullet|Number|Paragraph)")
 
 def parse_docx(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
     if not data:
-        raise ParseError("the file is empty")
+        raise ParseError(EMPTY_FILE)
     if not zipfile.is_zipfile(io.BytesIO(data)):
         raise ParseError("not a DOCX file: a .docx is a zip archive and this is not one (is it an old .doc?)")
     try:

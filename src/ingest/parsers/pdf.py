@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
+from ingest.document import EMPTY_FILE, Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
 from ingest.header import FIELDS, build_header, field_key, two_header_blocks
 from ingest.hidden import mark_hidden
 from ingest.parsers.budget import Deadline
@@ -71,7 +71,7 @@ class _TableAt:
 
 def parse_pdf(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
     if not data:
-        raise ParseError("the file is empty")
+        raise ParseError(EMPTY_FILE)
     try:
         document = pymupdf.open(stream=data, filetype="pdf")
     except Exception as exc:  # pymupdf raises FileDataError, RuntimeError, ValueError for damaged files

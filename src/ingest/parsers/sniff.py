@@ -69,6 +69,18 @@ def real_kind(data: bytes) -> tuple[str, str | None, str]:
 _OPENAPI_START = re.compile(r'(?:---\s*)?(?:\{\s*)?"?openapi"?\s*:')
 
 
+# Front matter closed by a second `---` at the start of a line, then a Markdown heading. Never a valid YAML or
+# JSON API description (a second `---` there starts a second document, which the OpenAPI parser refuses), nor
+# an HTML page: so a Markdown document under .yaml, .json or .html is named, not parsed as what it is not (and
+# not passed as "unchanged" when its bytes were stored from the .md).
+_FRONT_MATTER_THEN_HEADING = re.compile(r"---[ \t]*\r?\n(?:.*\n)*?---[ \t]*\r?\n(?:.*\n)*?#{1,6}[ \t]+\S")
+
+
+def _markdown_with_front_matter(data: bytes) -> bool:
+    text = _text_head(data[:65536])
+    return text is not None and _FRONT_MATTER_THEN_HEADING.match(text.lstrip("\ufeff \t\r\n")) is not None
+
+
 def _text_head(head: bytes) -> str | None:
     encoding = encoding_of(head)
     if encoding is None:
@@ -81,6 +93,8 @@ def check_content_matches(kind: str, data: bytes, name: str) -> None:
     if not data.strip():
         return  # the parsers say "the file is empty"
     actual, extension, described = real_kind(data)
+    if actual == "text" and kind in ("html", "openapi") and _markdown_with_front_matter(data):
+        actual, extension, described = "markdown", ".md", _NAMES["markdown"][0]
     if actual == kind or (actual == "text" and kind in ("markdown", "html", "openapi")):
         return
     suffix = PurePosixPath(name).suffix or "(no extension)"

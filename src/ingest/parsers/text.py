@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from ingest.document import HeaderError, ParseError
+from ingest.document import EMPTY_FILE, HeaderError, ParseError
 from ingest.header import repeated_header_field, twice
 
 _BOMS = (  # longest first: the UTF-32 LE mark begins with the UTF-16 LE one
@@ -45,7 +45,7 @@ def encoding_of(head: bytes) -> str | None:
 
 def decode_text(data: bytes) -> str:
     if not data.strip():
-        raise ParseError("the file is empty")
+        raise ParseError(EMPTY_FILE)
     encoding = encoding_of(data[:4096])
     if encoding is None:
         raise ParseError("the file is binary data, not text: check its extension, or export it as text")
@@ -63,7 +63,7 @@ def decode_text(data: bytes) -> str:
         ) from None
     text = text.removeprefix("\ufeff")
     if not text.strip():
-        raise ParseError("the file is empty")
+        raise ParseError(EMPTY_FILE)
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 

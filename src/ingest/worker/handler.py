@@ -30,7 +30,7 @@ from ingest.worker.invocation_deadline import (
     seconds_left,
 )
 from ingest.worker.s3_events import ObjectChange, object_changes
-from kb_core.file_limits import DEFAULT_WORKER_RESERVE_SECONDS
+from kb_core.file_limits import DEFAULT_WORKER_RESERVE_SECONDS, over_size_limit
 
 log = logging.getLogger("kosha.worker")
 
@@ -109,14 +109,11 @@ class RecordProcessor:
                 return IngestResult(change.uri, "unchanged", reason="the object no longer exists")
             raise
         if head["ContentLength"] > self.max_bytes:
-            return IngestResult(
-                change.uri,
-                "failed",
-                reason=(
-                    f"the object is {head['ContentLength'] / 1e6:.1f} MB, over the {self.max_bytes / 1e6:.1f} MB "
-                    "limit (KB_MAX_FILE_BYTES)"
-                ),
-            )
+            # Refused before the download, so never seen by the ingestor: recorded here, or `kb aws status`
+            # showed its dead letter with "no error recorded".
+            reason = over_size_limit(head["ContentLength"], self.max_bytes, "the object")
+            self.ingestor.log_refused(change.uri, reason)
+            return IngestResult(change.uri, "failed", reason=reason)
         data = self.s3.get_object(Bucket=change.bucket, Key=change.key)["Body"].read()
         # Measured after the download, right before the parse. Started, the record parses for at least
         # the least budget even if the download ate into it: the reserve absorbs that much.
