@@ -141,7 +141,10 @@ class QuoteVerification(BaseModel):
     found: bool = Field(
         description="The quote appears in the cited text (case, whitespace, typographic quotes and dashes aside)."
     )
-    score: float = Field(description="1.0 when found; else the similarity (0-1) of the closest passage.")
+    score: float = Field(
+        description="1.0 when found; else, for the closest passage, the lower of its character similarity to the "
+        "quote and the share of the quote's words it holds (0-1)."
+    )
     citation: str = Field(
         description="The pinned citation that was checked (an unpinned one names the current version)."
     )

@@ -4,8 +4,11 @@ A quote matches when it appears in the section once both are normalized: case, r
 (including line breaks inside a wrapped paragraph), typographic quotes, dashes, ellipses and the Markdown
 emphasis marks the stored text keeps (`**every 12 months**`) are ignored; every word, number and other
 punctuation mark must be the same. Otherwise the closest stretch of the section is found with rapidfuzz's
-partial alignment, and the sentence(s) around it are returned with the similarity of that stretch (0–1),
-so a quote with one altered number shows the real passage next to a high but not perfect score.
+partial alignment, and the sentence(s) around it are returned with a score (0–1): the lower of that
+stretch's character similarity and the share of the quote's words found in the passage, so a quote with one
+altered number shows the real passage next to a high but not perfect score. The words matter because
+character similarity alone rewards any short text: "the moon is made of cheese" found a stretch of a policy
+half alike letter by letter (0.54), above three words of the section's own heading (0.46).
 """
 
 from __future__ import annotations
@@ -27,6 +30,13 @@ _MARKUP = frozenset("*")  # Markdown emphasis; not part of what the text says
 # A sentence (or list item) ends at . ! ? or ; before a space, but not after a digit ("1." of a numbered item).
 _SENTENCE_END = re.compile(r"(?<![0-9])[.!?;](?=\s|$)")
 _TRIM = " \t\r\n\"'.,;:"
+_WORD = re.compile(r"\w+(?:[.,]\w+)*")  # "$10,000" and "3.1" are one word each: one altered number, one miss
+# Words any English passage has: a quote is not "half found" for sharing them.
+_FUNCTION_WORDS_TEXT = (
+    "a an and are as at be been but by for from has have in is it its of on or that the their this to was were "
+    "will with"
+)
+_FUNCTION_WORDS = frozenset(_FUNCTION_WORDS_TEXT.split())
 
 
 @dataclass(frozen=True)
@@ -84,11 +94,21 @@ def check_quote(quote: str, sections: Sequence[str]) -> QuoteMatch | None:
         alignment = fuzz.partial_ratio_alignment(wanted, text.text)
         if alignment is None:
             continue
-        score = round(alignment.score / 100, 3)
+        start, end = _sentences_around(text.text, alignment.dest_start, alignment.dest_end)
+        score = round(min(alignment.score / 100, words_found(wanted, text.text[start:end])), 3)
         if best is None or score > best.score:
-            start, end = _sentences_around(text.text, alignment.dest_start, alignment.dest_end)
             best = QuoteMatch(False, score, number, _original(content, text, start, end))
     return best
+
+
+def words_found(quote: str, passage: str) -> float:
+    """The share of the quote's words (its function words aside, unless it has nothing else) in the passage."""
+    words = _WORD.findall(quote)
+    telling = [w for w in words if w not in _FUNCTION_WORDS] or words
+    if not telling:
+        return 1.0  # punctuation alone: the character similarity decides
+    present = set(_WORD.findall(passage))
+    return sum(w in present for w in telling) / len(telling)
 
 
 def _sentences_around(text: str, start: int, end: int) -> tuple[int, int]:
