@@ -17,6 +17,7 @@ from ingest.aws.clients import client, queue_arn, queue_url
 from ingest.pipeline import IngestResult
 from kb_cli.common import console, err, friendly_errors, settings_or_exit
 from kb_core.embedders import Embedder
+from kb_core.file_limits import over_size_limit
 from kb_core.settings import Settings
 from kb_core.words import counted
 
@@ -140,6 +141,7 @@ def upload_command(
             delete=delete,
             dry_run=dry_run,
             delete_most=delete_most,
+            max_bytes=settings.aws.max_file_bytes,
         )
     except MostOfBucket as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
@@ -164,6 +166,14 @@ def upload_command(
         out.print(f"{counts[0]} uploaded, {counts[1]} unchanged, {counts[2]} deleted in {where}", highlight=False)
     if report.skipped:
         out.print(skipped_line(report.skipped), highlight=False, soft_wrap=True)
+    for key, size in report.over_limit.items():
+        # Uploaded all the same: the worker's own KB_MAX_FILE_BYTES (the Lambda's may differ) decides.
+        err.print(
+            f"[yellow]warning:[/] {key}: {over_size_limit(size, settings.aws.max_file_bytes, 'it')}; a worker with "
+            "this limit dead-letters it",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 @aws_app.command("status")

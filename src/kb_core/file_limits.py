@@ -30,6 +30,10 @@ DEFAULT_WORKER_RESERVE_SECONDS = 20.0
 def over_size_limit(size: int, max_bytes: int, what: str = "the file") -> str:
     """Why a file over KB_MAX_FILE_BYTES is refused, in the unit the README states the limit in, with the fix."""
     return (
-        f"{what} is {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.1f} MiB limit (KB_MAX_FILE_BYTES): split the "
+        f"{what} is {_binary_size(size)}, over the {_binary_size(max_bytes)} limit (KB_MAX_FILE_BYTES): split the "
         "document, or raise KB_MAX_FILE_BYTES"
     )
+
+
+def _binary_size(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"

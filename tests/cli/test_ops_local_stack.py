@@ -258,6 +258,11 @@ def test_a_broken_file_reaches_the_dlq_and_kb_aws_status_shows_it_with_its_error
         assert "pass --keep-deleted to upload without deleting, or --delete-most" in said
         unchanged = kb(held_database, "aws", "upload", str(folder), "--dry-run")
         assert "would upload 0, delete 0, leave 2 unchanged" in " ".join(unchanged.stdout.split()), unchanged.stdout
+        # A file over the size limit is said to be, before three receives dead-letter it (found walking it).
+        big = kb(held_database, "aws", "upload", str(folder), "--dry-run", KB_MAX_FILE_BYTES="1024")
+        said = " ".join(big.stderr.split())
+        assert big.returncode == 0 and "warning: risk/RSK-REF-006.md: it is " in said, big.stderr
+        assert "over the 1.0 KiB limit (KB_MAX_FILE_BYTES): split the document, or raise KB_MAX_FILE_BYTES" in said
         assert live_versions(held_database, "RSK-REF-006") == 1
     finally:
         if worker is not None:

@@ -114,7 +114,7 @@ def test_a_poison_file_in_a_batch_of_five_fails_alone_reaches_the_dlq_and_ingest
     assert int(in_dlq["Attributes"]["ApproximateReceiveCount"]) >= 3 and "CMP-SOP-999" in in_dlq["Body"]
     # The status names why, though the worker refused it unread (found walking it: "no error recorded").
     (dead,) = queue_status_of(queue, database.ingest).dead
-    assert "MiB limit (KB_MAX_FILE_BYTES): split the document, or raise KB_MAX_FILE_BYTES" in (dead.last_error or "")
+    assert "over the 4.9 KiB limit (KB_MAX_FILE_BYTES): split the document, or raise" in (dead.last_error or "")
 
     # The cause is fixed (the size limit is raised); the redrive brings the message back and it ingests.
     said: list[str] = []

@@ -17,6 +17,7 @@ class UploadReport:
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    over_limit: dict[str, int] = field(default_factory=dict)  # key -> size: a worker at max_bytes refuses it
     in_bucket: int = 0  # objects in the bucket before
 
     @property
@@ -50,11 +51,13 @@ def upload_folder(
     delete: bool = False,
     dry_run: bool = False,
     delete_most: bool = True,
+    max_bytes: int | None = None,
 ) -> UploadReport:
     """Keys are paths relative to `folder` (compliance/CMP-SOP-004.md). With `delete`, objects whose file is
     gone are deleted, which withdraws their documents; unless `delete_most`, an upload that would delete most of
     the bucket raises MostOfBucket before writing anything. With `dry_run`, the report lists what would change
-    and nothing is written."""
+    and nothing is written. A file over `max_bytes` is uploaded all the same (the worker's own limit decides)
+    and listed in `over_limit`, so the upload can say it will be dead-lettered at a worker with that limit."""
     report = UploadReport()
     files, skipped = document_files([folder])
     report.skipped = [p.relative_to(folder).as_posix() for p in skipped]
@@ -66,6 +69,8 @@ def upload_folder(
     refused = report.deletes_most and not delete_most and not dry_run
     for key, path in keys.items():
         data = path.read_bytes()
+        if max_bytes is not None and len(data) > max_bytes:
+            report.over_limit[key] = len(data)
         digest = hashlib.sha256(data).hexdigest()
         if remote.get(key) == digest:
             report.unchanged.append(key)
