@@ -103,8 +103,14 @@ class PlainArgumentErrors(MCPServer):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
-            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
-                raise
-            tool = self._tool_manager.get_tool(name)
-            schema = tool.parameters if tool is not None else {}
-            raise ToolError(describe(cause, schema)) from cause
+            if isinstance(exc, UnexpectedToolError):
+                raise  # a crash: the SDK's bare "Error executing tool <name>", nothing of the cause
+            if isinstance(cause, ValidationError):
+                tool = self._tool_manager.get_tool(name)
+                schema = tool.parameters if tool is not None else {}
+                raise ToolError(describe(cause, schema)) from cause
+            if isinstance(cause, ToolError):
+                # The tool's own sentence, as an argument error reads: the SDK prefixed these alone with
+                # "Error executing tool <name>: ", so one call's errors came in two forms.
+                raise ToolError(str(cause)) from cause
+            raise

@@ -48,8 +48,8 @@ async def test_a_withdrawn_document_is_not_served_by_default(withdrawn_corpus, l
     assert "CMP-SOP-950" not in {d["doc_code"] for d in search.structured_content["documents"]}
     assert "CMP-SOP-951" in {d["doc_code"] for d in search.structured_content["documents"]}
     # Not served, but not hidden either: the error names the withdrawn version to ask for by pinning it.
-    assert document.is_error and document.content[0].text.endswith(
-        ": CMP-SOP-950 has no effective version; its versions you may read: 1.0 (withdrawn 2026-06-15); "
+    assert document.is_error and document.content[0].text == (
+        "CMP-SOP-950 has no effective version; its versions you may read: 1.0 (withdrawn 2026-06-15); "
         "ask for one by version"
     )
     assert [d["doc_code"] for d in listed.structured_content["documents"]] == ["CMP-SOP-951"]
