@@ -196,7 +196,10 @@ class VersionStatus:
     def describe(self) -> str:
         if self.withdrawn_at is not None:
             return f"{self.version} (withdrawn {self.withdrawn_at:%Y-%m-%d})"
-        return f"{self.version} ({self.status} from {self.effective_date.isoformat()})"
+        # "superseded from <date>" read as the date it was superseded; the date is when it took effect.
+        if self.status == "effective":
+            return f"{self.version} (effective from {self.effective_date.isoformat()})"
+        return f"{self.version} ({self.status}; its effective date {self.effective_date.isoformat()})"
 
 
 async def readable_versions(conn: AsyncConnection, role: Role, doc_code: str) -> list[VersionStatus]:

@@ -19,6 +19,7 @@ _KINDS = {
     "field name": r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b",
 }
 _PATTERN = re.compile("|".join(f"(?:{p})" for p in _KINDS.values()))
+_DOCUMENT_CODE = re.compile(_KINDS["document code"])
 MAX_IDENTIFIERS = 8  # a pasted log line should not become a hundred lookups
 
 
@@ -26,3 +27,8 @@ def identifiers_in(question: str) -> list[str]:
     """The identifiers `question` names, in order, each once."""
     found = dict.fromkeys(m.group(0).rstrip("/.") for m in _PATTERN.finditer(question))
     return [i for i in found if i][:MAX_IDENTIFIERS]
+
+
+def document_codes_in(question: str) -> list[str]:
+    """The document codes `question` names, in order, each once."""
+    return list(dict.fromkeys(_DOCUMENT_CODE.findall(question)))

@@ -45,7 +45,8 @@ class SearchResult(BaseModel):
     hint: str | None = Field(
         None,
         description="Why nothing was found (the knowledge base is empty to you, or nothing was in force on as_of), "
-        "or that no chunk returned holds a word of the query, so they are the nearest in meaning only.",
+        "or why what was found may not answer: no chunk returned holds a word of the query (the nearest in meaning "
+        "only), or a document code the query names is none you may read.",
     )
 
 
@@ -55,6 +56,14 @@ NEAREST_IN_MEANING_ONLY = (
     "no chunk returned contains a word of the query: they are only the nearest in meaning and may not answer it; "
     "check the spelling, or ask with the documents' own terms"
 )
+
+
+def no_such_document(codes: list[str]) -> str:
+    named = ", ".join(codes)
+    return (
+        f"no document you may read is {named}: these chunks only resemble the rest of the query; "
+        "list_documents shows the codes you may read"
+    )
 
 
 class Section(BaseModel):

@@ -53,6 +53,7 @@ from kb_server.documents import (
     list_documents,
     readable_versions,
 )
+from kb_server.identifiers import document_codes_in
 from kb_server.injection_warnings import DOCUMENT_WARNING, SECTION_WARNING, search_warning
 from kb_server.models import (
     NEAREST_IN_MEANING_ONLY,
@@ -66,10 +67,11 @@ from kb_server.models import (
     SearchResult,
     Section,
     VersionComparison,
+    no_such_document,
 )
 from kb_server.quotes import normalized_quote
 from kb_server.readiness import ReadinessProbe, attach_probe
-from kb_server.search import Hit, hybrid_search
+from kb_server.search import DEFAULT_FUSION, Hit, hybrid_search
 from kb_server.version_tools import comparison_of, verification_of
 
 MAX_CHUNKS = 8
@@ -309,6 +311,11 @@ def capped_result(query: str, hits: list[Hit], *, degraded_reason: str | None) -
     )
     if hits and degraded_reason is None and all(hit.text_rank is None for hit in hits[:MAX_CHUNKS]):
         result.hint = NEAREST_IN_MEANING_ONLY
+    # A code the caller may read puts its document's chunk first, with the identifier bonus; so when none has it,
+    # the code names nothing readable (the same words whether it exists above the ceiling or not at all).
+    codes = document_codes_in(query)
+    if hits and codes and all(hit.score < DEFAULT_FUSION.identifier_bonus for hit in hits[:MAX_CHUNKS]):
+        result.hint = no_such_document(codes)
     for hit in hits[:MAX_CHUNKS]:
         chunk = RetrievedChunk(
             doc_code=hit.doc_code,

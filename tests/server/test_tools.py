@@ -13,7 +13,7 @@ from tests.server.conftest import client_as
 
 from kb_core.embedders.base import EmbeddingError
 from kb_core.roles import Classification, Role
-from kb_server.models import NEAREST_IN_MEANING_ONLY, NOTICE
+from kb_server.models import NEAREST_IN_MEANING_ONLY, NOTICE, no_such_document
 
 pytestmark = pytest.mark.anyio
 CLASSIFICATION = {
@@ -114,6 +114,21 @@ async def test_results_that_share_no_word_with_the_query_say_they_are_the_neares
         worded = (await call(client, "search_knowledge_base", query="wire transfer cut-off time")).structured_content
     assert nonsense["documents"] and nonsense["hint"] == NEAREST_IN_MEANING_ONLY
     assert worded["documents"] and worded["hint"] is None
+
+
+async def test_a_document_code_the_caller_may_not_read_gets_a_hint_whether_it_exists_or_not(
+    corpus_database, local_embedder
+):
+    # Found walking it: "CMP-SOP-999" came back with a confident-looking chunk of another document and no hint.
+    # FIN-REF-007 is restricted (and no chunk below that names it): to an analyst it reads as a code that does not
+    # exist. (A code some readable chunk names finds that chunk, which is no news to the caller.)
+    async with client_as(corpus_database, Role.ANALYST, local_embedder) as client:
+        missing = (await call(client, "search_knowledge_base", query="CMP-SOP-999 review")).structured_content
+        above = (await call(client, "search_knowledge_base", query="FIN-REF-007 review")).structured_content
+        readable = (await call(client, "search_knowledge_base", query="CMP-SOP-004 review")).structured_content
+    assert missing["documents"] and missing["hint"] == no_such_document(["CMP-SOP-999"])
+    assert above["documents"] and above["hint"] == no_such_document(["FIN-REF-007"])
+    assert readable["documents"][0]["doc_code"] == "CMP-SOP-004" and readable["hint"] is None
 
 
 async def test_a_small_department_filter_still_returns_top_k_rows(corpus_database, local_embedder):
