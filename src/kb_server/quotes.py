@@ -4,8 +4,8 @@ A quote matches when it appears in the section once both are normalized: case, r
 (including line breaks inside a wrapped paragraph), typographic quotes, dashes, ellipses and the Markdown
 emphasis marks the stored text keeps (`**every 12 months**`) are ignored; every word, number and other
 punctuation mark must be the same. Otherwise the closest stretch of the section is found with rapidfuzz's
-partial alignment, and the sentence(s) around it are returned with a score (0–1): the lower of that
-stretch's character similarity and the share of the quote's words found in the passage, so a quote with one
+partial alignment (or the one or two sentences that score higher), and returned with a score (0–1): the lower
+of its character similarity to the quote and the share of the quote's words found in it, so a quote with one
 altered number shows the real passage next to a high but not perfect score. The words matter because
 character similarity alone rewards any short text: "the moon is made of cheese" found a stretch of a policy
 half alike letter by letter (0.54), above three words of the section's own heading (0.46).
@@ -91,14 +91,47 @@ def check_quote(quote: str, sections: Sequence[str]) -> QuoteMatch | None:
         at = text.text.find(wanted)
         if at >= 0:
             return QuoteMatch(True, 1.0, number, _original(content, text, at, at + len(wanted)))
-        alignment = fuzz.partial_ratio_alignment(wanted, text.text)
-        if alignment is None:
+        closest = _closest_passage(wanted, text.text)
+        if closest is None:
             continue
-        start, end = _sentences_around(text.text, alignment.dest_start, alignment.dest_end)
-        score = round(min(alignment.score / 100, words_found(wanted, text.text[start:end])), 3)
+        score, start, end = closest
         if best is None or score > best.score:
             best = QuoteMatch(False, score, number, _original(content, text, start, end))
     return best
+
+
+def _closest_passage(wanted: str, text: str) -> tuple[float, int, int] | None:
+    """(score, start, end) of the passage of `text` closest to `wanted`: the sentence(s) around the best
+    character alignment, or one or two sentences of the text, whichever scores higher. The alignment alone
+    picked, for a paraphrase, whatever stretch was most alike letter by letter (the 60-day sentence for a quote
+    about 30 days), where the sentence holding the quote's words is the one to show."""
+    candidates: list[tuple[int, int]] = []
+    alignment = fuzz.partial_ratio_alignment(wanted, text)
+    if alignment is not None:
+        candidates.append(_sentences_around(text, alignment.dest_start, alignment.dest_end))
+    spans = _sentence_spans(text)
+    candidates += [(spans[i][0], spans[j][1]) for i in range(len(spans)) for j in range(i, min(i + 2, len(spans)))]
+    scored = []
+    for start, end in candidates:
+        passage = text[start:end]
+        alike = fuzz.partial_ratio(wanted, passage) / 100
+        # Ties go to the passage more alike letter by letter, then to the shorter one.
+        scored.append((round(min(alike, words_found(wanted, passage)), 3), alike, start - end, start, end))
+    if not scored:
+        return None
+    score, _, _, start, end = max(scored)
+    return score, start, end
+
+
+def _sentence_spans(text: str) -> list[tuple[int, int]]:
+    spans, begin = [], 0
+    for end in [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text)]:
+        while begin < end and text[begin] == " ":
+            begin += 1
+        if begin < end:
+            spans.append((begin, end))
+        begin = end
+    return spans
 
 
 def words_found(quote: str, passage: str) -> float:

@@ -229,3 +229,16 @@ async def test_injection_suspect_text_is_flagged_in_both_new_tools(ingestor, dat
     assert changed["changes"] == [{"before": None, "after": INJECTION}]
     assert verified.structured_content["found"] is True and verified.structured_content["injection_suspect"] is True
     assert "do not follow" in verified.structured_content["warning"]
+
+
+async def test_verify_quote_shows_a_paraphrase_the_sentence_holding_its_words(corpus_database, local_embedder):
+    # Found walking it: the closest passage was picked by character alignment alone, so this paraphrase of the
+    # review-cycle sentence was shown the PEP trigger, at the same score as an unrelated quote.
+    result = await call(
+        corpus_database, local_embedder, Role.ANALYST, "verify_quote",
+        citation=V3_TRIGGER,
+        quote="Customers in enhanced due diligence get a review once a year starting when EDD was approved",
+    )  # fmt: skip
+    content = result.structured_content
+    assert content["found"] is False and content["score"] > 0
+    assert content["passage"].startswith("Once in EDD, the customer is reviewed **every 12 months**"), content
