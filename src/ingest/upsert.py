@@ -37,6 +37,10 @@ class VersionConflict(Exception):
     """Two different files claim the same doc code and version."""
 
 
+class NotYetInForce(VersionConflict):
+    """An effective version whose effective date has not come yet."""
+
+
 class UnversionedRevision(VersionConflict):
     """A file's content changed while its header's doc code and version did not."""
 
@@ -88,6 +92,8 @@ def check_version_claim(
     """The stored row of the header's doc code and version, if any: (doc_id, source_uri, sha256, status).
     Raises when these bytes may not be stored under that version (another file's, or a revision without a new
     version). The pipeline calls this before embedding, so a refused file costs no embedding."""
+    if header.status == "effective":
+        check_in_force(conn, header)
     row = conn.execute(
         "SELECT doc_id, source_uri, source_sha256, status::text FROM kb.documents "
         "WHERE doc_code = %s AND version = %s" + (" FOR UPDATE" if lock else ""),
@@ -108,6 +114,21 @@ def check_version_claim(
         "version's text never changes once stored: to revise it, raise `version` in the header block and set "
         "`effective_date` to the day the revision takes effect; the stored version is unchanged"
     )
+
+
+def check_in_force(conn: psycopg.Connection, header: Header) -> None:
+    """An `effective` version dated after today is refused: stored, it would supersede the version in force and
+    be served as current before its date (search without as_of reads the effective versions). Today is the
+    database's UTC date, the one the server's as_of is read against."""
+    row = conn.execute("SELECT (now() AT TIME ZONE 'UTC')::date").fetchone()
+    today = row[0] if row else None
+    if today is not None and header.effective_date > today:
+        raise NotYetInForce(
+            f"{header.doc_code} version {header.version} has status effective but its effective_date "
+            f"{header.effective_date.isoformat()} is after today ({today.isoformat()}): it would be served as the "
+            "current version before it takes effect. Upload (or ingest) it on or after that date; the stored versions "
+            "are unchanged"
+        )
 
 
 def store_document(

@@ -136,6 +136,28 @@ def test_two_files_claiming_one_version_with_different_content_conflict(ingestor
     assert snapshot(database.ingest) == before
 
 
+def test_an_effective_version_dated_after_today_is_refused_and_the_version_in_force_stays_current(
+    ingestor, counting_embedder, database
+):
+    # Found walking it: a 3.0 dated next year superseded the 2.0 in force and was served as current at once.
+    from datetime import UTC, datetime, timedelta
+
+    assert ingest_text(ingestor, markdown_document(version="1.0")).outcome == "ingested"
+    before = snapshot(database.ingest)
+    calls = counting_embedder.calls
+    tomorrow = (datetime.now(UTC).date() + timedelta(days=1)).isoformat()
+    early = ingest_text(
+        ingestor, markdown_document(version="2.0", effective_date=tomorrow), "file:///corpus/CMP-SOP-901_v2.0.md"
+    )
+    assert early.outcome == "failed"
+    assert f"its effective_date {tomorrow} is after today" in (early.reason or "")
+    assert "Upload (or ingest) it on or after that date" in (early.reason or "")
+    assert snapshot(database.ingest) == before and counting_embedder.calls == calls  # refused before embedding
+    today = datetime.now(UTC).date().isoformat()
+    due = ingest_text(ingestor, markdown_document(version="2.0", effective_date=today), "file:///corpus/v2.md")
+    assert due.outcome == "ingested", due.reason
+
+
 def test_every_attempt_is_recorded_in_the_ingest_log(ingestor, database):
     ingest_text(ingestor, markdown_document(), "file:///a/one.md")
     ingest_text(ingestor, markdown_document(), "file:///a/one.md")
