@@ -21,7 +21,8 @@ $(STAMP): pyproject.toml Makefile
 install: $(STAMP)
 
 run: install
-	$(BIN)/kb up
+	@# Ctrl-C ends `kb up` with 130, its usual stop: not an error for make to report.
+	$(BIN)/kb up || [ $$? -eq 130 ]
 
 test: install
 	@# One worker per core; a module's tests stay on one worker, so its fixtures are set up once.

@@ -16,7 +16,10 @@ class ParseError(Exception):
 
 
 # A file of nothing (or of only whitespace) is most often a copy or an upload that was cut short.
-EMPTY_FILE = "the file is empty: upload the document again (a copy or an upload may have been cut short)"
+EMPTY_FILE = (
+    "the file is empty: if the document has content, copy or upload it again (a copy or an upload may have been "
+    "cut short)"
+)
 
 
 class HeaderError(ParseError):

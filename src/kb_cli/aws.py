@@ -14,6 +14,7 @@ from rich.console import Console
 
 from ingest.aws.bootstrap import Stack, bootstrap
 from ingest.aws.clients import client, queue_arn, queue_url
+from ingest.document import EMPTY_FILE
 from ingest.pipeline import IngestResult
 from kb_cli.common import console, err, friendly_errors, settings_or_exit
 from kb_core.embedders import Embedder
@@ -166,6 +167,8 @@ def upload_command(
         out.print(f"{counts[0]} uploaded, {counts[1]} unchanged, {counts[2]} deleted in {where}", highlight=False)
     if report.skipped:
         out.print(skipped_line(report.skipped), highlight=False, soft_wrap=True)
+    for key in report.empty:
+        err.print(f"[yellow]warning:[/] {key}: {EMPTY_FILE}; the worker dead-letters it", highlight=False)
     for key, size in report.over_limit.items():
         # Uploaded all the same: the worker's own KB_MAX_FILE_BYTES (the Lambda's may differ) decides.
         err.print(

@@ -16,6 +16,7 @@ from kb_core.db.embedding_space import check_embedding_space
 from kb_core.embedders import make_embedder
 from kb_core.roles import Role
 from kb_core.settings import Settings
+from kb_core.words import counted
 from kb_server.documents import empty_knowledge_base_hint
 from kb_server.search import hybrid_search
 from kb_server.server import MAX_CHUNKS, capped_result, check_departments, clean_query
@@ -52,7 +53,8 @@ async def run_search(
         )
     result = capped_result(query, hits, degraded_reason=None)
     when = f" as of {as_of.isoformat()}" if as_of else ""
-    console.print(f"[bold]{len(result.documents)} chunks[/] for {query!r} as {role.value}{when}", highlight=False)
+    found = counted(len(result.documents), "chunk")
+    console.print(f"[bold]{found}[/] for {query!r} as {role.value}{when}", highlight=False)
     if not hits:
         async with await psycopg.AsyncConnection.connect(targets.reader(role), autocommit=True) as conn:
             hint = await empty_knowledge_base_hint(conn, role, as_of=as_of, departments=departments)

@@ -30,7 +30,7 @@ from kb_core.words import counted
 
 
 def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = True, timeout_s: float = 1800) -> int:
-    from ingest.aws.local_stack import LocalAws
+    from ingest.aws.local_stack import DEFAULT_PORT, LocalAws
     from ingest.aws.target import forget_local_stack, record_local_stack
     from kb_cli.lifecycle import bind_problem
     from kb_core.db.migrations import migrate
@@ -64,8 +64,9 @@ def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = 
         settings.aws.endpoint_url = local.endpoint_url
         os.environ["AWS_ENDPOINT_URL"] = local.endpoint_url
         record = record_local_stack(settings.database.state_dir, local.endpoint_url)
+        moved = f" (port {DEFAULT_PORT} is in use)" if local.port != DEFAULT_PORT else ""
         console.print(
-            f"[green]✓[/] local AWS (moto) at {local.endpoint_url}, recorded in {record} for `kb aws` and poe",
+            f"[green]✓[/] local AWS (moto) at {local.endpoint_url}{moved}, recorded in {record} for `kb aws` and poe",
             highlight=False,
         )
     try:

@@ -155,7 +155,9 @@ async def list_documents(
 
 EMPTY_HINT = (
     "the knowledge base has no documents your role can read: nothing has been ingested yet (run "
-    "`kb ingest corpus/` or `make run`), or every document is above your role's ceiling"
+    "`kb ingest corpus/` or `make run`), this server opened another database than the one you ingested into "
+    "(a client such as Claude Desktop passes on no environment: give the server KB_STATE_DIR or DATABASE_URL), "
+    "or every document is above your role's ceiling"
 )
 
 

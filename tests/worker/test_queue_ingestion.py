@@ -83,6 +83,17 @@ def test_only_changed_files_are_uploaded_again(queue, tmp_path):
     assert (second.uploaded, second.unchanged) == (["a/CMP-SOP-902.md"], ["a/CMP-SOP-901.md"])
 
 
+def test_an_upload_names_the_files_a_worker_will_refuse_and_still_uploads_them(queue, tmp_path):
+    # Found walking it: an empty or oversize file was uploaded without a word, and dead-lettered a minute later.
+    write(tmp_path / "CMP-SOP-901.md", markdown_document("CMP-SOP-901"))
+    write(tmp_path / "empty.md", "")
+    write(tmp_path / "big.md", markdown_document("CMP-SOP-902", sections={"1. A": "word " * 3000}))
+    report = upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path, max_bytes=10_000)
+    assert report.empty == ["empty.md"] and list(report.over_limit) == ["big.md"]
+    assert report.over_limit["big.md"] == (tmp_path / "big.md").stat().st_size
+    assert sorted(report.uploaded) == ["CMP-SOP-901.md", "big.md", "empty.md"]  # the worker's own limit decides
+
+
 def test_a_poison_file_in_a_batch_of_five_fails_alone_reaches_the_dlq_and_ingests_after_a_redrive(
     queue, ingestor, database, tmp_path
 ):

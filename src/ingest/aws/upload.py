@@ -18,6 +18,7 @@ class UploadReport:
     deleted: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     over_limit: dict[str, int] = field(default_factory=dict)  # key -> size: a worker at max_bytes refuses it
+    empty: list[str] = field(default_factory=list)  # nothing but whitespace: the worker refuses it
     in_bucket: int = 0  # objects in the bucket before
 
     @property
@@ -57,7 +58,8 @@ def upload_folder(
     gone are deleted, which withdraws their documents; unless `delete_most`, an upload that would delete most of
     the bucket raises MostOfBucket before writing anything. With `dry_run`, the report lists what would change
     and nothing is written. A file over `max_bytes` is uploaded all the same (the worker's own limit decides)
-    and listed in `over_limit`, so the upload can say it will be dead-lettered at a worker with that limit."""
+    and listed in `over_limit`, so the upload can say it will be dead-lettered at a worker with that limit; an
+    empty file likewise, in `empty`."""
     report = UploadReport()
     files, skipped = document_files([folder])
     report.skipped = [p.relative_to(folder).as_posix() for p in skipped]
@@ -71,6 +73,8 @@ def upload_folder(
         data = path.read_bytes()
         if max_bytes is not None and len(data) > max_bytes:
             report.over_limit[key] = len(data)
+        if not data.strip():
+            report.empty.append(key)
         digest = hashlib.sha256(data).hexdigest()
         if remote.get(key) == digest:
             report.unchanged.append(key)
