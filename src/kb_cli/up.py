@@ -14,8 +14,9 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -27,6 +28,9 @@ from kb_core.embedders import Embedder, make_embedder
 from kb_core.roles import Role
 from kb_core.settings import Settings
 from kb_core.words import counted
+
+if TYPE_CHECKING:
+    from ingest.worker.poller import SqsWorker
 
 
 def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = True, timeout_s: float = 1800) -> int:
@@ -117,35 +121,48 @@ def _run_stack(
     results: dict[str, IngestResult] = {}
     lock = threading.Lock()
     started = time.perf_counter()
-    with progress_bar(console, len(expected)) as advance:
+    bar: list[Callable[[IngestResult], None]] = []  # the progress bar's advance, once it is drawn
 
-        def record(result: IngestResult) -> None:
-            with lock:
-                if result.source_uri in expected and result.source_uri not in results:
-                    advance(result)
-                results[result.source_uri] = result
+    def record(result: IngestResult) -> None:
+        with lock:
+            if result.source_uri in expected and result.source_uri not in results and bar:
+                bar[0](result)
+            results[result.source_uri] = result
 
-        # One model for the worker and the server: a second copy would cost the process another ~150 MB.
-        embedder = make_embedder(settings.embedding, bulk=True)
-        worker = build_worker(settings, on_result=record, embedder=embedder)
-        thread = threading.Thread(target=worker.run, name="ingest-worker", daemon=True)
-        thread.start()
-        deadline = time.monotonic() + timeout_s
-        while not expected <= set(results) and time.monotonic() < deadline:
-            time.sleep(0.2)
-    print_summary(console, [results[u] for u in sorted(expected) if u in results], [], time.perf_counter() - started)
-    missing = expected - set(results)
-    if missing:
-        console.print(f"[red]{len(missing)} files were not processed within {timeout_s:.0f} s[/]")
-    if not serve:
-        worker.stop.set()
-        thread.join(timeout=60)
-        return 1 if missing or any(r.outcome == "failed" for r in results.values()) else 0
+    # One model for the worker and the server: a second copy would cost the process another ~150 MB.
+    embedder = make_embedder(settings.embedding, bulk=True)
+    worker: SqsWorker = build_worker(settings, on_result=record, embedder=embedder)
     try:
+        with progress_bar(console, len(expected)) as advance:
+            bar.append(advance)
+            thread = threading.Thread(target=worker.run, name="ingest-worker", daemon=True)
+            thread.start()
+            deadline = time.monotonic() + timeout_s
+            while not expected <= set(results) and time.monotonic() < deadline:
+                time.sleep(0.2)
+        elapsed = time.perf_counter() - started
+        print_summary(console, [results[u] for u in sorted(expected) if u in results], [], elapsed)
+        missing = expected - set(results)
+        if missing:
+            console.print(f"[red]{len(missing)} files were not processed within {timeout_s:.0f} s[/]")
+        if not serve:
+            return 1 if missing or any(r.outcome == "failed" for r in results.values()) else 0
         _serve(console, settings, embedder)
+        return 0
     finally:
-        worker.stop.set()
-    return 0
+        _stop_worker(console, worker)
+
+
+def _stop_worker(console: Console, worker: SqsWorker, grace_s: float = 60) -> None:
+    """Stop the worker thread; a batch in hand is finished first, or the database (stopped when this process
+    exits) went away under it and its file was reported failed with a database error."""
+    worker.stop.set()
+    if not worker.in_hand.is_set():
+        return  # idle: its long poll ends with the process, and a message it receives then comes back
+    console.print("finishing the file in hand before stopping (Ctrl-C again stops at once)", highlight=False)
+    deadline = time.monotonic() + grace_s
+    while worker.in_hand.is_set() and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def _serve(console: Console, settings: Settings, embedder: Embedder | None = None) -> None:

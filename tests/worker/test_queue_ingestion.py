@@ -292,3 +292,39 @@ def test_a_batch_slower_than_the_visibility_timeout_is_not_delivered_again_while
     else:
         assert len(seen_by_another) == 1
         assert seen_by_another[0]["Attributes"]["ApproximateReceiveCount"] == "2"
+
+
+def test_kb_up_stopping_waits_for_the_batch_in_hand_and_not_for_an_idle_long_poll(queue):
+    """Found walking it: Ctrl-C on `make run` mid-ingest stopped the database under the worker thread, and the
+    file in hand was reported failed with a database error. Stopping now waits for the batch in hand (and only
+    for it: an idle worker's long poll is not waited out)."""
+    from rich.console import Console
+
+    from ingest.worker.poller import SqsWorker
+    from kb_cli.up import _stop_worker
+
+    url = queue.stack.queue_url
+    release, started = threading.Event(), threading.Event()
+
+    def held_handler(event, context):  # type: ignore[no-untyped-def]
+        started.set()
+        release.wait(30)
+        return {"batchItemFailures": []}
+
+    worker = SqsWorker(queue.sqs, url, queue.stack.queue_arn, held_handler, region=queue.settings.region, wait_time_s=5)
+    threading.Thread(target=worker.run, daemon=True).start()
+    idle = time.monotonic()
+    idle_worker = SqsWorker(queue.sqs, url, queue.stack.queue_arn, held_handler, region=queue.settings.region)
+    _stop_worker(Console(quiet=True), idle_worker)
+    assert time.monotonic() - idle < 1  # nothing in hand: no wait
+
+    queue.sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"Records": []}))
+    assert started.wait(30), "the worker never received the message"
+    stopping = threading.Thread(target=_stop_worker, args=(Console(quiet=True), worker))
+    stopping.start()
+    stopping.join(1.5)
+    assert stopping.is_alive(), "stopping did not wait for the batch in hand"
+    release.set()
+    stopping.join(10)
+    assert not stopping.is_alive() and not worker.in_hand.is_set()
+    assert worker.stats.batches == 1 and worker.stats.succeeded == 1  # finished and deleted, not cut off

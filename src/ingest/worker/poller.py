@@ -88,6 +88,9 @@ class SqsWorker:
         self.retry_delay_s = retry_delay_s
         self.visibility_timeout_s = visibility_timeout_s  # None or 0: the messages are not kept hidden
         self.stop = threading.Event()
+        # Set while a batch is in hand (received, not yet deleted or handed back): what a process that runs the
+        # worker in a thread waits for before it exits and takes the database with it (`kb up`).
+        self.in_hand = threading.Event()
         self.stats = WorkerStats()
 
     def run(self, *, until: Callable[[], bool] | None = None, heartbeat: Path | None = None) -> WorkerStats:
@@ -117,6 +120,7 @@ class SqsWorker:
             if self.stop.is_set():
                 self._release(messages)
                 break
+            self.in_hand.set()
             try:
                 self.process(messages)
             except (ClientError, BotoCoreError) as exc:
@@ -130,7 +134,10 @@ class SqsWorker:
                     exc.__class__.__name__,
                     pause,
                 )
+                self.in_hand.clear()
                 self.stop.wait(pause)
+            finally:
+                self.in_hand.clear()
         return self.stats
 
     def process(self, messages: list[dict[str, Any]]) -> set[str]:
