@@ -246,14 +246,22 @@ def check_departments(departments: list[str] | None) -> list[str] | None:
 def _check_doc_code(doc_code: str) -> str:
     code = doc_code.strip().upper()
     if not DOC_CODE.match(code):
-        raise ToolError(f"malformed doc code {doc_code[:40]!r}: the form is DEP-TYP-NNN, for example CMP-SOP-004")
+        raise ToolError(_malformed_code(doc_code))
     return code
 
 
 def _check_version(version: str) -> str:
     if not DOC_VERSION.match(version.strip()):
-        raise ToolError(f"malformed version {version[:20]!r}: use dotted numbers such as 3.1")
+        raise ToolError(_malformed_version(version))
     return version.strip()
+
+
+def _malformed_code(doc_code: str) -> str:
+    return f"malformed doc code {doc_code[:40]!r}: the form is DEP-TYP-NNN, for example CMP-SOP-004"
+
+
+def _malformed_version(version: str) -> str:
+    return f"malformed version {version[:20]!r}: use dotted numbers such as 3.1"
 
 
 def _not_found(
@@ -574,12 +582,15 @@ def document_detail(document: StoredDocument) -> DocumentDetail:
 def _register_resources(server: MCPServer) -> None:
     async def read(ctx: Context, department: str, doc_code: str, version: str | None = None) -> StoredDocument:
         code = doc_code.upper()
+        department = department.lower()  # as search's departments filter takes it
         if department not in DEPARTMENTS:
             raise ResourceNotFoundError(_unknown_department(department))
+        # Malformed (`CMP-SOP-004@`, `@v3.1`) says what to fix, as the tools do: a form tells nothing of what
+        # exists. "Not available to you" is for well-formed codes and versions alone.
         if not DOC_CODE.match(code):
-            raise ResourceNotFoundError(_not_found(doc_code[:40]))
+            raise ResourceNotFoundError(_malformed_code(doc_code))
         if version is not None and not DOC_VERSION.match(version):
-            raise ResourceNotFoundError(_not_found(code, version[:20]))
+            raise ResourceNotFoundError(_malformed_version(version))
         try:
             async with connection(ctx) as conn:
                 document = await fetch_document(conn, caller_role(ctx), code, version)

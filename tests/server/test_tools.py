@@ -276,6 +276,15 @@ async def test_citations_resolve_as_resources_under_the_same_ceiling(corpus_data
             await client.read_resource("kb://legal/CMP-SOP-999")
         with pytest.raises(MCPError) as unknown_department:
             await client.read_resource("kb://marketing/CMP-SOP-004")
+        # Found walking it: malformed citations answered "no document ... is available to you", not what to fix.
+        with pytest.raises(MCPError) as empty_version:
+            await client.read_resource("kb://compliance/CMP-SOP-004@")
+        with pytest.raises(MCPError) as lettered_version:
+            await client.read_resource("kb://compliance/CMP-SOP-004@v3.1#4.2")
+        capitalised = json.loads((await client.read_resource("kb://Compliance/CMP-SOP-004@3.1#4.2")).contents[0].text)
+    assert "malformed version '': use dotted numbers such as 3.1" in str(empty_version.value)
+    assert "malformed version 'v3.1': use dotted numbers such as 3.1" in str(lettered_version.value)
+    assert capitalised["citation"] == "kb://compliance/CMP-SOP-004@3.1#4.2"
     assert "unknown department 'marketing' in the citation; the departments are: " in str(unknown_department.value)
     assert "CMP-SOP-004 is a compliance document, not legal: read kb://compliance/CMP-SOP-004" in str(
         wrong_department.value
