@@ -84,15 +84,25 @@ def worker_command(console: Console) -> None:
     logging.getLogger("botocore").setLevel(logging.WARNING)  # "Found credentials in environment variables"
     worker = build_worker(settings)
 
+    requested = threading.Event()
+
     def stop(signum: int, _: Any) -> None:
-        logging.getLogger("kosha.worker").info("signal %d: finishing the current batch, then stopping", signum)
-        worker.stop.set()
+        logging.getLogger("kosha.worker").info("signal %d: finishing the batch in hand, if any, then stopping", signum)
+        requested.set()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     logging.getLogger("kosha.worker").info("polling %s (batch %d)", worker.queue_url, worker.batch_size)
     settings.database.state_dir.mkdir(parents=True, exist_ok=True)
-    stats = worker.run(heartbeat=settings.database.state_dir / "worker.heartbeat")
+    # Polled on a thread of its own, so that a stop while idle is not held for the rest of the long poll
+    # (KB_WORKER_WAIT_TIME_S): only a batch in hand is waited for.
+    heartbeat = settings.database.state_dir / "worker.heartbeat"
+    thread = threading.Thread(target=worker.run, kwargs={"heartbeat": heartbeat}, name="ingest-worker", daemon=True)
+    thread.start()
+    while thread.is_alive() and not requested.wait(0.5):
+        pass
+    worker.wind_down()
+    stats = worker.stats
     console.print(
         f"stopped: {counted(stats.batches, 'batch')}, {counted(stats.succeeded, 'message')} done, "
         f"{stats.failed} failed, {stats.released} handed back",

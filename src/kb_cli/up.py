@@ -153,16 +153,14 @@ def _run_stack(
         _stop_worker(console, worker)
 
 
-def _stop_worker(console: Console, worker: SqsWorker, grace_s: float = 60) -> None:
-    """Stop the worker thread; a batch in hand is finished first, or the database (stopped when this process
-    exits) went away under it and its file was reported failed with a database error."""
-    worker.stop.set()
-    if not worker.in_hand.is_set():
-        return  # idle: its long poll ends with the process, and a message it receives then comes back
-    console.print("finishing the file in hand before stopping (Ctrl-C again stops at once)", highlight=False)
-    deadline = time.monotonic() + grace_s
-    while worker.in_hand.is_set() and time.monotonic() < deadline:
-        time.sleep(0.1)
+def _stop_worker(console: Console, worker: SqsWorker) -> None:
+    """A batch in hand is finished first: the database (stopped when this process exits) went away under it,
+    and its file was reported failed with a database error."""
+    worker.wind_down(
+        on_wait=lambda: console.print(
+            "finishing the file in hand before stopping (Ctrl-C again stops at once)", highlight=False
+        )
+    )
 
 
 def _serve(console: Console, settings: Settings, embedder: Embedder | None = None) -> None:

@@ -21,13 +21,14 @@ from ingest.aws.upload import upload_folder
 COUNT = 12
 
 
-def start_worker(queue, database, log: Path) -> subprocess.Popen:  # type: ignore[no-untyped-def,type-arg]
+def start_worker(queue, database, log: Path, **more: str) -> subprocess.Popen:  # type: ignore[no-untyped-def,type-arg]
     params = pg_conninfo.conninfo_to_dict(database.owner)
     env = {
         **os.environ,
         **queue.env(),
         "KB_STATE_DIR": str(log.parent / "state"),
         "DATABASE_URL": f"postgresql://{params['user']}@/{params['dbname']}?host={params['host']}",
+        **more,
     }
     with log.open("w") as out:
         return subprocess.Popen(
@@ -70,9 +71,23 @@ def test_sigterm_finishes_the_batch_in_hand_then_stops(queue, database, ingestor
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=120) == 0
     text = log.read_text()
-    assert "finishing the current batch" in text
+    assert "finishing the batch in hand, if any" in text
     reported = re.search(r"stopped: \d+ batch(?:es)?, (\d+) messages? done, 0 failed", text)
     assert reported, text
     assert int(reported.group(1)) == len(documents(database))  # what it took, it finished
     assert (tmp_path / "state" / "worker.heartbeat").exists()  # what the compose health check reads
     run_until(worker_for(queue, ingestor), lambda: len(documents(database)) == COUNT, timeout=180)
+
+
+def test_sigterm_to_an_idle_worker_does_not_wait_out_its_long_poll(queue, database, tmp_path):
+    # Found walking it: an idle `kb worker` took the rest of its 10 s long poll to stop, as long as Docker's
+    # default grace before SIGKILL. Here the poll is 20 s; the stop must not wait for it.
+    log = tmp_path / "worker.log"
+    process = start_worker(queue, database, log, KB_WORKER_WAIT_TIME_S="20")
+    wait_for(log, "polling ")
+    time.sleep(1)  # inside a long poll now
+    signalled = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) == 0
+    assert time.monotonic() - signalled < 10, log.read_text()
+    assert "stopped: 0 batches, 0 messages done, 0 failed" in log.read_text()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,6 +140,20 @@ class SqsWorker:
             finally:
                 self.in_hand.clear()
         return self.stats
+
+    def wind_down(self, grace_s: float | None = None, *, on_wait: Callable[[], None] | None = None) -> None:
+        """Stop a worker that `run`s in another thread: the batch in hand, if any, is finished first (within
+        `grace_s`, if given); an idle long poll is not waited out, since the process may end under it (a message
+        received just then is delivered again after its visibility timeout). `on_wait` is called once if there
+        is a wait."""
+        self.stop.set()
+        if not self.in_hand.is_set():
+            return
+        if on_wait is not None:
+            on_wait()
+        deadline = None if grace_s is None else time.monotonic() + grace_s
+        while self.in_hand.is_set() and (deadline is None or time.monotonic() < deadline):
+            time.sleep(0.1)
 
     def process(self, messages: list[dict[str, Any]]) -> set[str]:
         """Run the handler on one batch; delete what succeeded; return the failed message ids."""
