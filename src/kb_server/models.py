@@ -161,6 +161,11 @@ class QuoteVerification(BaseModel):
     version: str
     passage: str | None = Field(description="The quoted text as stored when found; else the closest passage.")
     passage_citation: str | None = Field(description="Pinned citation of the section holding the passage.")
+    found_in: str | None = Field(
+        None,
+        description="When the quote is not in the cited section but is, word for word, in another section of the "
+        "same version: that section's pinned citation (cite it instead).",
+    )
     section_path: str | None = None
     injection_suspect: bool = False
     injection_rule: str | None = Field(None, description="When injection_suspect: the rule ids, comma-separated.")

@@ -108,4 +108,10 @@ def verification_of(document: StoredDocument, section: str | None, quote: str) -
         result.injection_rule = where.injection_rule if where.injection_suspect else None
         if where.injection_suspect:
             result.warning = INJECTION_WARNING
+    if section is not None and not result.found:
+        # A quote cited to the wrong section of the right version: say where it is, or the caller reads "not
+        # found" as "not said".
+        anywhere = check_quote(quote, [s.content for s in document.sections])
+        if anywhere is not None and anywhere.found:
+            result.found_in = document.section_citation(document.sections[anywhere.section].anchor)
     return result

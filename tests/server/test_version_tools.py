@@ -242,3 +242,18 @@ async def test_verify_quote_shows_a_paraphrase_the_sentence_holding_its_words(co
     content = result.structured_content
     assert content["found"] is False and content["score"] > 0
     assert content["passage"].startswith("Once in EDD, the customer is reviewed **every 12 months**"), content
+
+
+async def test_verify_quote_names_the_section_that_holds_a_quote_cited_to_another(corpus_database, local_embedder):
+    # Found walking it: a sentence of #4.2 checked against #6 came back "not found" with no pointer to #4.2.
+    wrong = await call(
+        corpus_database, local_embedder, Role.ANALYST, "verify_quote",
+        citation="kb://compliance/CMP-SOP-004@3.1#6",
+        quote="$7,500 or more in cash-equivalent activity in a calendar month",
+    )  # fmt: skip
+    right = await call(
+        corpus_database, local_embedder, Role.ANALYST, "verify_quote",
+        citation=V3_TRIGGER, quote="$7,500 or more in cash-equivalent activity in a calendar month",
+    )  # fmt: skip
+    assert wrong.structured_content["found"] is False and wrong.structured_content["found_in"] == V3_TRIGGER
+    assert right.structured_content["found"] is True and right.structured_content["found_in"] is None
