@@ -582,7 +582,6 @@ def document_detail(document: StoredDocument) -> DocumentDetail:
 def _register_resources(server: MCPServer) -> None:
     async def read(ctx: Context, department: str, doc_code: str, version: str | None = None) -> StoredDocument:
         code = doc_code.upper()
-        department = department.lower()  # as search's departments filter takes it
         if department not in DEPARTMENTS:
             raise ResourceNotFoundError(_unknown_department(department))
         # Malformed (`CMP-SOP-004@`, `@v3.1`) says what to fix, as the tools do: a form tells nothing of what
