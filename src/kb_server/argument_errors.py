@@ -83,6 +83,13 @@ def _reason(error_type: str, value: Any) -> str:
     return ""
 
 
+def not_a_boolean(value: Any) -> Any:
+    """Refuse JSON's true and false where a number is asked: pydantic's lax mode reads them as 1 and 0."""
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a number")
+    return value
+
+
 class PlainArgumentErrors(MCPServer):
     """An MCPServer whose argument errors read as one sentence (the rest is the SDK's behaviour)."""
 

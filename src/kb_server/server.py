@@ -25,7 +25,7 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.types import ToolAnnotations
 from psycopg import AsyncConnection
 from psycopg_pool import PoolTimeout
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from kb_core.db.embedding_space import check_embedding_space
 from kb_core.departments import DEPARTMENTS, DOC_CODE, DOC_STATUSES, DOC_VERSION
@@ -33,7 +33,7 @@ from kb_core.embedders import Embedder, embedding_space_for, make_embedder
 from kb_core.roles import Role
 from kb_core.settings import Settings
 from kb_core.version import package_version
-from kb_server.argument_errors import PlainArgumentErrors
+from kb_server.argument_errors import PlainArgumentErrors, not_a_boolean
 from kb_server.audit import (
     UNAVAILABLE,
     AuditedMCPServer,
@@ -372,7 +372,12 @@ def _register_tools(server: MCPServer) -> None:
             list[str] | None,
             Field(description=f"Only these departments: {', '.join(DEPARTMENTS)}.", max_length=len(DEPARTMENTS)),
         ] = None,
-        top_k: Annotated[int, Field(ge=1, le=50, description="How many chunks to return (at most 8 are).")] = 5,
+        top_k: Annotated[
+            int,
+            # After Field: before it, pydantic writes the bounds into the schema as ge/le, not minimum/maximum.
+            Field(ge=1, le=50, description="How many chunks to return (at most 8 are)."),
+            BeforeValidator(not_a_boolean),
+        ] = 5,
         as_of: Annotated[date | None, AS_OF] = None,
     ) -> SearchResult:
         kb = knowledge_base(ctx)

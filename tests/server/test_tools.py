@@ -200,6 +200,8 @@ async def test_when_the_query_embedding_times_out_the_answer_is_degraded_not_lat
         ({"query": "fees", "top_k": 0}, "top_k must be a whole number from 1 to 50 (got 0)"),
         ({"query": "fees", "top_k": 51}, "top_k must be a whole number from 1 to 50 (got 51)"),
         ({"query": "fees", "top_k": "many"}, "top_k must be a whole number from 1 to 50 (got 'many')"),
+        # JSON's true is no count: pydantic's lax mode read it as 1 and one chunk came back.
+        ({"query": "fees", "top_k": True}, "top_k must be a whole number from 1 to 50 (got true)"),
         # Shown as the caller's JSON wrote it, not as Python's None.
         ({"query": "fees", "top_k": None}, "top_k must be a whole number from 1 to 50 (got null)"),
         ({"query": "fees", "departments": "risk"}, "departments must be a list of text (at most 9)"),
