@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,9 +16,16 @@ from ingest.parsers import FORMATS
 from ingest.pipeline import IngestResult
 from kb_core.words import counted
 
+# Without a terminal (make run > log, a service's journal) a bar draws nothing: a line this often instead.
+PLAIN_PROGRESS_EVERY_S = 10.0
+
 
 @contextmanager
 def progress_bar(console: Console, total: int) -> Iterator[Callable[[IngestResult], None]]:
+    if not console.is_terminal:
+        with plain_progress(console, total) as advance:
+            yield advance
+        return
     progress = Progress(
         TextColumn("[bold]ingesting"),
         BarColumn(),
@@ -34,6 +42,30 @@ def progress_bar(console: Console, total: int) -> Iterator[Callable[[IngestResul
             progress.update(task, advance=1, description=result.source_uri.rsplit("/", 1)[-1])
 
         yield advance
+
+
+@contextmanager
+def plain_progress(console: Console, total: int) -> Iterator[Callable[[IngestResult], None]]:
+    """One line at the first file, then at most one each PLAIN_PROGRESS_EVERY_S and one at the last: a log
+    read while ingestion runs shows it moving (it used to show nothing until the summary)."""
+    started = time.monotonic()
+    done = Counter[str]()
+    last = [started - PLAIN_PROGRESS_EVERY_S]
+
+    def advance(result: IngestResult) -> None:
+        done[result.outcome] += 1
+        now, count = time.monotonic(), sum(done.values())
+        if now - last[0] >= PLAIN_PROGRESS_EVERY_S or count == total:
+            last[0] = now
+            failed = f", {done['failed']} failed" if done["failed"] else ""
+            console.print(
+                f"ingesting: {count}/{total} files ({done['ingested']} ingested, {done['unchanged']} unchanged"
+                f"{failed}) · {now - started:.0f} s · last {result.source_uri.rsplit('/', 1)[-1]}",
+                highlight=False,
+                soft_wrap=True,
+            )
+
+    yield advance
 
 
 def print_summary(console: Console, results: list[IngestResult], skipped: list[Path], seconds: float) -> None:

@@ -13,7 +13,7 @@ from difflib import get_close_matches
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
 from pydantic import ValidationError
 
 _KINDS = {"integer": "a whole number", "number": "a number", "string": "text", "boolean": "true or false"}
@@ -57,8 +57,9 @@ def describe(error: ValidationError, input_schema: dict[str, Any]) -> str:
     # The caller wrote JSON: null and true read as it wrote them, not as Python's None and True.
     shown = json.dumps(given) if given is None or isinstance(given, bool) else repr(given)
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    where = f" (item {loc[1]})" if len(loc) > 1 and loc[1].isdigit() else ""
-    sentence = f"{name} must be {wanted}{where} (got {shown})"
+    # One parenthesis, not "(item 0) (got 1)" after the "(at most 9)" of a list's wording.
+    got = f"item {loc[1]} was {shown}" if len(loc) > 1 and loc[1].isdigit() else f"got {shown}"
+    sentence = f"{name} must be {wanted} ({got})"
     reason = _reason(first["type"], first.get("input"))
     return f"{sentence}: {reason}" if reason else sentence
 
@@ -120,4 +121,22 @@ class PlainArgumentErrors(MCPServer):
                 # The tool's own sentence, as an argument error reads: the SDK prefixed these alone with
                 # "Error executing tool <name>: ", so one call's errors came in two forms.
                 raise ToolError(str(cause)) from cause
+            if self._tool_manager.get_tool(name) is None:
+                raise ToolError(self.unknown_tool(name)) from None
             raise
+
+    def unknown_tool(self, name: str) -> str:
+        tools = [tool.name for tool in self._tool_manager.list_tools()]
+        close = get_close_matches(name, tools, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"unknown tool {name[:60]!r}{hint}; the tools are: {', '.join(tools)}"
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        try:
+            return await super().read_resource(uri, context)
+        except ResourceNotFoundError as exc:
+            if not str(exc).startswith("Unknown resource:"):
+                raise  # a resource's own sentence (unknown department, no such document, ...)
+            # The SDK's bare "Unknown resource: <uri>" (no template matched) names no form to use instead.
+            forms = sorted(template.uri_template for template in self._resource_manager.list_templates())
+            raise ResourceNotFoundError(f"{exc}; the resources are {', '.join(forms)}") from None

@@ -6,6 +6,8 @@
 - Each token has a token bucket (KB_RATE_LIMIT_PER_MINUTE, burst KB_RATE_LIMIT_BURST): 429 with
   Retry-After when it is empty. Failed authentications are limited per client address the same way,
   so guessing tokens is slow.
+- An MCP-Protocol-Version header naming a revision the server does not speak gets 400 saying which it speaks
+  (the specification's MUST); the SDK's own answer to one spoke of a missing `params._meta` envelope.
 - Request bodies over KB_MAX_REQUEST_BYTES get 413 before they are read; one sent without Content-Length
   (chunked) gets 413 once it passes the limit, from the SDK's body limit, which build_http_app sets to the
   same number.
@@ -21,6 +23,8 @@ from dataclasses import dataclass, field
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -34,6 +38,7 @@ from kb_server.tokens import TokenEntry, TokenStore, add_token, hash_token
 __all__ = ["TokenEntry", "TokenStore", "add_token", "build_http_app", "hash_token"]
 
 FAILED_AUTH_PER_MINUTE = 10
+PROTOCOL_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
 # Addresses remembered by the failed-authentication limit. Forgetting the least recently seen one can only
 # forgive the address that has been quiet longest; without a bound, each new address costs memory forever.
 FAILED_AUTH_ADDRESSES = 10_000
@@ -102,6 +107,10 @@ class BearerAuthMiddleware:
         if wait:
             await _reply(scope, receive, send, 429, "rate limit exceeded for this token", retry_after=wait)
             return
+        version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
+        if version is not None and version not in PROTOCOL_VERSIONS:
+            await _reply(scope, receive, send, 400, unsupported_version(version))
+            return
         scope.setdefault("state", {})["kb_role"] = entry.role
         scope["state"]["kb_caller"] = entry.name
         # The SDK binds a session to the AuthenticatedUser that created it: another token (or none) then gets
@@ -117,6 +126,13 @@ class BearerAuthMiddleware:
         # A chunked body is not cut off here: raising from receive() was a 500. The SDK's
         # RequestBodyLimitMiddleware (max_request_body_size in build_http_app) answers it with 413.
         await self.app(scope, receive, send)
+
+
+def unsupported_version(version: str) -> str:
+    return (
+        f"unsupported {MCP_PROTOCOL_VERSION_HEADER} {version[:40]!r}: this server speaks "
+        f"{', '.join(PROTOCOL_VERSIONS)}; send the version initialize negotiated"
+    )
 
 
 async def _reply(

@@ -217,10 +217,18 @@ async def connection(ctx: Context) -> AsyncIterator[AsyncConnection]:
         raise ToolError(UNAVAILABLE) from exc
 
 
+def _as_searched(ch: str) -> str:
+    category = unicodedata.category(ch)
+    return " " if category == "Cc" else "" if category[0] == "C" else ch
+
+
 def clean_query(query: str) -> str:
-    """The query as searched (control characters dropped, whitespace collapsed), or a ToolError saying what to
-    change: the MCP tool and `kb search` refuse the same queries."""
-    text = "".join(ch for ch in query if ch in "\n\t" or unicodedata.category(ch)[0] != "C")
+    """The query as searched (control characters read as spaces, invisible format characters dropped,
+    whitespace collapsed), or a ToolError saying what to change: the MCP tool and `kb search` refuse the same
+    queries."""
+    # A control character separates ("wire\x00transfer" is two words, not "wiretransfer"); a zero-width or
+    # soft-hyphen character inside a word is not there for a reader, so the word stays whole.
+    text = "".join(map(_as_searched, query))
     text = " ".join(text.split())
     if not text:
         raise ToolError("query is empty: ask in words, for example 'wire transfer cut-off time'")
@@ -534,7 +542,11 @@ def _register_tools(server: MCPServer) -> None:
 
 
 def _unknown_department(department: str) -> str:
-    return f"unknown department {department[:40]!r} in the citation; the departments are: {', '.join(DEPARTMENTS)}"
+    # Departments are lowercase in a citation (its resource URI is case-sensitive): name the one meant.
+    meant = f" (did you mean {department.lower()!r}?)" if department.lower() in DEPARTMENTS else ""
+    return (
+        f"unknown department {department[:40]!r} in the citation{meant}; the departments are: {', '.join(DEPARTMENTS)}"
+    )
 
 
 def _wrong_department(document: StoredDocument, department: str, version: str | None) -> str:

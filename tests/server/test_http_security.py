@@ -163,6 +163,22 @@ def test_a_session_belongs_to_one_token_even_among_tokens_of_the_same_role(serve
     assert httpx2.post(f"{url}/mcp", json=TOOLS_LIST, headers={**session, **bearer(same_role)}).status_code == 404
 
 
+def test_a_protocol_version_the_server_does_not_speak_is_refused_naming_the_ones_it_does(served):
+    # The specification's MUST (400 for an unsupported MCP-Protocol-Version); the SDK's own 400 spoke of a missing
+    # params._meta envelope, which names neither the header nor what to send.
+    url, token = served.url, served.tokens["analyst"]
+    _, session = open_session(url, token)
+    for version in ("1999-01-01", "garbage"):
+        refused = httpx2.post(
+            f"{url}/mcp", json=TOOLS_LIST, headers={**session, **bearer(token), "mcp-protocol-version": version}
+        )
+        assert refused.status_code == 400
+        assert refused.json()["error"].startswith(f"unsupported mcp-protocol-version {version!r}: this server speaks ")
+        assert "2025-06-18" in refused.json()["error"]
+    # the version initialize negotiated still answers on the same session
+    assert httpx2.post(f"{url}/mcp", json=TOOLS_LIST, headers={**session, **bearer(token)}).status_code == 200
+
+
 # 3. Proxies and the failed-authentication table --------------------------------------------------------------
 
 

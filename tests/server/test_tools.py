@@ -189,6 +189,17 @@ async def test_when_the_query_embedding_times_out_the_answer_is_degraded_not_lat
     assert "timed out after 0.2 s" in result.structured_content["degraded_reason"]
 
 
+async def test_a_control_character_in_a_query_separates_words_and_a_zero_width_one_does_not(
+    corpus_database, local_embedder
+):
+    # Found walking it: "wire\x00transfer" was searched as "wiretransfer".
+    async with client_as(corpus_database, Role.ANALYST, local_embedder) as client:
+        nul = await call(client, "search_knowledge_base", query="wire\x00transfer\x1fcut-off")
+        zero_width = await call(client, "search_knowledge_base", query="wire trans\u200bfer")
+    assert nul.structured_content["query"] == "wire transfer cut-off"
+    assert zero_width.structured_content["query"] == "wire transfer"
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
@@ -205,6 +216,7 @@ async def test_when_the_query_embedding_times_out_the_answer_is_degraded_not_lat
         # Shown as the caller's JSON wrote it, not as Python's None.
         ({"query": "fees", "top_k": None}, "top_k must be a whole number from 1 to 50 (got null)"),
         ({"query": "fees", "departments": "risk"}, "departments must be a list of text (at most 9)"),
+        ({"query": "fees", "departments": [1]}, "departments must be a list of text (at most 9) (item 0 was 1)"),
         ({"top_k": 3}, "query is required: text of at most 4000 characters"),
         # An argument the tool does not take used to be dropped: this search ran over every department.
         (
@@ -248,6 +260,20 @@ async def test_get_document_returns_any_version_including_superseded_ones(corpus
     assert old["citation"] == "kb://compliance/CMP-SOP-004@2.0"
 
 
+async def test_an_unknown_tool_or_resource_form_is_refused_naming_the_ones_there_are(corpus_database, local_embedder):
+    # Found walking it: the SDK's bare "Unknown tool: ..." and "Unknown resource: ..." named nothing to use instead.
+    async with client_as(corpus_database, Role.ANALYST, local_embedder) as client:
+        misspelt = await client.call_tool("search_knowledge_bas", {"query": "fees"})
+        with pytest.raises(MCPError) as no_form:
+            await client.read_resource("kb://compliance")
+    assert misspelt.is_error
+    assert misspelt.content[0].text.startswith(
+        "unknown tool 'search_knowledge_bas' (did you mean 'search_knowledge_base'?); the tools are: "
+    )
+    assert "get_document" in misspelt.content[0].text
+    assert str(no_form.value).startswith("Unknown resource: kb://compliance; the resources are kb://{department}/")
+
+
 async def test_unknown_and_forbidden_documents_are_indistinguishable(corpus_database, local_embedder):
     async with client_as(corpus_database, Role.SUPPORT_AGENT, local_embedder) as client:
         forbidden = await call(client, "get_document", doc_code="CMP-SOP-006")  # restricted
@@ -287,7 +313,10 @@ async def test_citations_resolve_as_resources_under_the_same_ceiling(corpus_data
             await client.read_resource("kb://Compliance/CMP-SOP-004@3.1#4.2")
     assert "malformed version '': use dotted numbers such as 3.1" in str(empty_version.value)
     assert "malformed version 'v3.1': use dotted numbers such as 3.1" in str(lettered_version.value)
-    assert "unknown department 'Compliance' in the citation; the departments are: compliance" in str(capitalised.value)
+    assert (
+        "unknown department 'Compliance' in the citation (did you mean 'compliance'?); the departments are: compliance"
+        in str(capitalised.value)
+    )
     assert "unknown department 'marketing' in the citation; the departments are: " in str(unknown_department.value)
     assert "CMP-SOP-004 is a compliance document, not legal: read kb://compliance/CMP-SOP-004" in str(
         wrong_department.value

@@ -155,6 +155,8 @@ async def test_verify_quote_without_a_section_searches_the_whole_version(corpus_
             "CMP-SOP-004 is a compliance document, not payments: read kb://compliance/CMP-SOP-004@3.1",
         ),
         ("kb://marketing/CMP-SOP-004@3.1#4.2", "unknown department 'marketing' in the citation; the departments are"),
+        # Found walking it: a capitalised department read "is not a kb:// citation", where a resource read names it.
+        ("kb://Compliance/CMP-SOP-004@3.1#4.2", "unknown department 'Compliance' in the citation (did you mean"),
     ],
 )
 async def test_verify_quote_refuses_a_bad_citation_saying_what_to_change(
