@@ -76,9 +76,9 @@ def postgres_superuser(test_state_dir: Path) -> Iterator[str]:
 def targets_for(superuser: str, dbname: str) -> DatabaseTargets:
     owner = pg_conninfo.make_conninfo(superuser, dbname=dbname)
     return DatabaseTargets(
-        owner=owner,
-        server=pg_conninfo.make_conninfo(owner, user=SERVER_LOGIN, password=""),
-        ingest=pg_conninfo.make_conninfo(owner, user=INGEST_LOGIN, password=""),
+        owner_login=owner,
+        server_login=pg_conninfo.make_conninfo(owner, user=SERVER_LOGIN, password=""),
+        ingest_login=pg_conninfo.make_conninfo(owner, user=INGEST_LOGIN, password=""),
         description=f"test database {dbname}",
     )
 

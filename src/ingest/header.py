@@ -66,8 +66,14 @@ class _FieldProblem(HeaderError):
     """One field's problem; build_header reports every field's at once."""
 
     def __init__(self, name: str, problem: str) -> None:
+        self.name, self.problem = name, problem
         self.part = f"{LABELS[name]} ({name}) {problem}"
         super().__init__(f"header block: {self.part}; {SEE}")
+
+    def __reduce__(self) -> tuple[type[_FieldProblem], tuple[str, str]]:
+        # Parsing runs in a child process: the error comes back pickled, and an exception is rebuilt from its
+        # args (here the message alone) unless it says otherwise.
+        return (type(self), (self.name, self.problem))
 
 
 def _fail(name: str, problem: str) -> HeaderError:

@@ -12,8 +12,8 @@ has been deleted since: there is no file left to fix, and a redrive finds nothin
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -23,6 +23,10 @@ from ingest.aws.clients import object_missing, queue_url
 from ingest.worker.s3_events import MalformedEvent, object_changes
 
 PEEK_LIMIT = 50
+# A failure recorded this long before its dead message was sent is an earlier upload's (clocks of the queue and
+# the database may differ by a little).
+CLOCK_SLACK = timedelta(seconds=5)
+REPEATS_READ = 4  # recent outcomes are read this many times over, to show as many once repeats are collapsed
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,9 @@ class DeadMessage:
     last_error: str | None
     since_ingested: str | None = None  # "CMP-SOP-091 v1.0": its object was ingested after the failure
     object_gone: bool = False  # its object is no longer in the bucket (deleted since)
+    # The newest failure recorded for its object predates this message: an earlier upload's, not its own. Its own
+    # went unrecorded (the database was down, or the worker stopped mid-file).
+    only_earlier_error: bool = False
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,7 @@ class Outcome:
     doc_code: str | None
     version: str | None
     detail: str | None
+    times: int = 1  # this outcome, in a row: a file that fails is received 3 times, each recorded
 
 
 @dataclass
@@ -62,9 +70,10 @@ def _depths(sqs: Any, url: str) -> tuple[int, int]:
     return int(attributes.get(names[0], 0)), int(attributes.get(names[1], 0))
 
 
-def peek_dead_letters(sqs: Any, dlq_url: str, limit: int = PEEK_LIMIT) -> list[tuple[str | None, int]]:
-    """(source URI, receive count) of up to `limit` DLQ messages, leaving every one of them in the queue."""
-    seen: dict[str, tuple[str | None, int]] = {}
+def peek_dead_letters(sqs: Any, dlq_url: str, limit: int = PEEK_LIMIT) -> list[tuple[str | None, int, datetime | None]]:
+    """(source URI, receive count, when it was first sent) of up to `limit` DLQ messages, leaving every one of
+    them in the queue."""
+    seen: dict[str, tuple[str | None, int, datetime | None]] = {}
     handles: list[str] = []
     try:
         while len(seen) < limit:
@@ -73,7 +82,7 @@ def peek_dead_letters(sqs: Any, dlq_url: str, limit: int = PEEK_LIMIT) -> list[t
                 MaxNumberOfMessages=10,
                 VisibilityTimeout=30,
                 WaitTimeSeconds=0,
-                AttributeNames=["ApproximateReceiveCount"],
+                AttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
             ).get("Messages", [])
             if not messages:
                 break
@@ -85,7 +94,10 @@ def peek_dead_letters(sqs: Any, dlq_url: str, limit: int = PEEK_LIMIT) -> list[t
                     changes = []
                 uri = changes[0].uri if changes else None
                 # The count kept by the DLQ is of receives there; the ingest queue's were maxReceiveCount.
-                seen[message["MessageId"]] = (uri, int(message.get("Attributes", {}).get("ApproximateReceiveCount", 0)))
+                attributes = message.get("Attributes", {})
+                sent = attributes.get("SentTimestamp")
+                sent_at = datetime.fromtimestamp(int(sent) / 1000, UTC) if str(sent).isdigit() else None
+                seen[message["MessageId"]] = (uri, int(attributes.get("ApproximateReceiveCount", 0)), sent_at)
     finally:
         for start in range(0, len(handles), 10):
             entries = [
@@ -114,16 +126,17 @@ def _alarm(cloudwatch: Any, dlq_depth: int, local: bool) -> tuple[str, str]:
 
 def _recorded(
     conninfo: str, uris: list[str], recent: int
-) -> tuple[dict[str, str], dict[str, str], list[Outcome], dict[str, int]]:
+) -> tuple[dict[str, tuple[str, datetime]], dict[str, str], list[Outcome], dict[str, int]]:
     with psycopg.connect(conninfo, autocommit=True, connect_timeout=3) as conn:
-        errors: dict[str, str] = dict(
-            conn.execute(
-                """SELECT DISTINCT ON (source_uri) source_uri, detail FROM kb.ingest_log
+        errors: dict[str, tuple[str, datetime]] = {
+            uri: (detail, at)
+            for uri, detail, at in conn.execute(
+                """SELECT DISTINCT ON (source_uri) source_uri, detail, at FROM kb.ingest_log
                    WHERE outcome IN ('failed', 'deferred') AND source_uri = ANY(%s)
                    ORDER BY source_uri, event_id DESC""",
                 (uris,),
             ).fetchall()
-        )
+        }
         ingested: dict[str, str] = {
             uri: f"{doc_code} v{version}"
             for uri, outcome, doc_code, version in conn.execute(
@@ -137,12 +150,29 @@ def _recorded(
         rows = conn.execute(
             """SELECT at, outcome, source_uri, doc_code, version, detail FROM kb.ingest_log
                ORDER BY event_id DESC LIMIT %s""",
-            (recent,),
+            (recent * REPEATS_READ,),
         ).fetchall()
         counts: dict[str, int] = dict(
             conn.execute("SELECT status::text, count(*) FROM kb.documents GROUP BY 1").fetchall()
         )
-    return errors, ingested, [Outcome(*row) for row in rows], counts
+    return errors, ingested, collapsed([Outcome(*row) for row in rows])[:recent], counts
+
+
+def collapsed(outcomes: list[Outcome]) -> list[Outcome]:
+    """Runs of one file's same outcome and reason as one line with a count (the newest one's time): a failing
+    file's three receives filled three of the ten lines shown."""
+    lines: list[Outcome] = []
+    for outcome in outcomes:
+        last = lines[-1] if lines else None
+        if last and (last.source_uri, last.outcome, last.detail) == (
+            outcome.source_uri,
+            outcome.outcome,
+            outcome.detail,
+        ):
+            lines[-1] = replace(last, times=last.times + 1)
+        else:
+            lines.append(outcome)
+    return lines
 
 
 def queue_status(
@@ -163,17 +193,27 @@ def queue_status(
     dead = peek_dead_letters(sqs, dlq)
     status = QueueStatus(depth, in_flight, dlq_depth + dlq_hidden)
     status.alarm_state, status.alarm_reason = _alarm(cloudwatch, status.dlq_depth, local)
-    errors: dict[str, str] = {}
+    errors: dict[str, tuple[str, datetime]] = {}
     ingested: dict[str, str] = {}
     if ingest_conninfo is not None:
-        uris = [uri for uri, _ in dead if uri]
+        uris = [uri for uri, _, _ in dead if uri]
         errors, ingested, status.recent, status.documents_by_status = _recorded(ingest_conninfo, uris, recent)
-    status.dead = [
-        DeadMessage(uri, receives, errors.get(uri), ingested.get(uri), s3 is not None and _gone(s3, uri))
-        if uri
-        else DeadMessage(None, receives, None)
-        for uri, receives in dead
-    ]
+    for uri, receives, sent_at in dead:
+        if not uri:
+            status.dead.append(DeadMessage(None, receives, None))
+            continue
+        detail, at = errors.get(uri, (None, None))
+        earlier = detail is not None and at is not None and sent_at is not None and at < sent_at - CLOCK_SLACK
+        status.dead.append(
+            DeadMessage(
+                uri,
+                receives,
+                None if earlier else detail,
+                ingested.get(uri),
+                s3 is not None and _gone(s3, uri),
+                only_earlier_error=earlier,
+            )
+        )
     return status
 
 

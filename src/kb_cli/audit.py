@@ -85,8 +85,10 @@ def audit(
     writer = csv.DictWriter(sys.stdout, fieldnames=COLUMNS) if output == "csv" else None
     if writer is not None:
         writer.writeheader()
+    written = 0
     try:
         for record in read_audit_log(conninfo, where):
+            written += 1
             if writer is not None:
                 writer.writerow({k: _csv_value(v) for k, v in record.items()})
             else:
@@ -94,6 +96,9 @@ def audit(
     except AuditAccessError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise typer.Exit(2) from None
+    if not written:
+        # On stderr: stdout stays the records alone (none), for a script that reads them.
+        err.print("no audit records match", highlight=False)
 
 
 @app.command("prune")

@@ -56,7 +56,7 @@ def build_worker(
     from kb_core.process_memory import limit_malloc_arenas
 
     limit_malloc_arenas()  # before the parse and model threads start
-    targets = prepare_database(settings)
+    targets = prepare_database(settings, login="ingest")
     ingestor = Ingestor.from_settings(
         targets.ingest, embedder or make_embedder(settings.embedding, bulk=True), settings.aws
     )
@@ -202,7 +202,7 @@ def status_command(
     settings = _settings()
     conninfo = None
     try:
-        conninfo = prepare_database(settings).ingest
+        conninfo = prepare_database(settings, login="ingest").ingest
     except NotReady as exc:
         err.print(f"[yellow]database:[/] {exc} (showing the queues only)", highlight=False)
     status = queue_status(

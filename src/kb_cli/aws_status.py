@@ -7,6 +7,13 @@ from rich.console import Console
 from ingest.queue_status import QueueStatus
 from kb_core.settings import Settings
 
+# The worker records a file's failure in the database; with the database down it cannot, and a failure recorded
+# for an earlier upload of the same file is not this one's.
+UNRECORDED = (
+    "no error recorded for this message: the worker could not record one, most likely because the database was "
+    "unreachable (its log says why); once that is fixed, `.venv/bin/poe corpus:redrive`"
+)
+
 
 def print_status(console: Console, settings: Settings, status: QueueStatus) -> None:
     aws = settings.aws
@@ -37,7 +44,7 @@ def print_status(console: Console, settings: Settings, status: QueueStatus) -> N
         )
         for dead in status.dead:
             where = dead.source_uri or "(not an S3 event)"
-            console.print(f"  {where}: {dead.last_error or 'no error recorded'}", soft_wrap=True, highlight=False)
+            console.print(f"  {where}: {dead.last_error or UNRECORDED}", soft_wrap=True, highlight=False)
             if dead.object_gone:
                 console.print(
                     "    since deleted: its object is no longer in the bucket, so there is nothing to fix; "
@@ -57,6 +64,9 @@ def print_status(console: Console, settings: Settings, status: QueueStatus) -> N
         for outcome in status.recent:
             what = f"{outcome.doc_code} v{outcome.version}" if outcome.doc_code else outcome.source_uri
             reason = f": {outcome.detail}" if outcome.detail and outcome.outcome != "ingested" else ""
+            times = f" (×{outcome.times})" if outcome.times > 1 else ""
             console.print(
-                f"  {outcome.at:%Y-%m-%d %H:%M:%S} {outcome.outcome:<9} {what}{reason}", soft_wrap=True, highlight=False
+                f"  {outcome.at:%Y-%m-%d %H:%M:%S} {outcome.outcome:<9} {what}{times}{reason}",
+                soft_wrap=True,
+                highlight=False,
             )

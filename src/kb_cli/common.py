@@ -9,6 +9,7 @@ from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
 
+import psycopg
 import typer
 from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
@@ -27,6 +28,7 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from kb_cli.prepare import NotReady
     from kb_core.db.embedding_space import EmbeddingSpaceMismatch, SchemaNotReady
     from kb_core.db.migrations import MigrationError
+    from kb_core.db.targets import MissingLogin
     from kb_core.embedders.base import EmbeddingError
     from kb_core.embedders.local import LocalModelMissing
     from kb_server.tokens import TokensFileError
@@ -41,6 +43,7 @@ def _known_errors() -> tuple[type[BaseException], ...]:
         TokensFileError,
         NotReady,
         ToolError,
+        MissingLogin,
     )
 
 
@@ -55,10 +58,36 @@ def friendly_errors(fn: F) -> F:
             err.print(f"[bold red]error:[/] {exc}", highlight=False)
             raise typer.Exit(2) from None
         except (BotoCoreError, ClientError) as exc:
-            err.print(f"[bold red]error:[/] AWS: {exc}", highlight=False)
+            err.print(f"[bold red]error:[/] AWS: {exc}{_aws_hint(exc)}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+        except psycopg.OperationalError as exc:
+            # Unreachable, refused or a wrong password, met past the commands' own checks (kb db status,
+            # kb db migrate, kb rescan printed a traceback).
+            text = " ".join(str(exc).split())[:300] or type(exc).__name__
+            err.print(
+                f"[bold red]error:[/] cannot use the database: {text}; check DATABASE_URL (or the login's own "
+                "KB_SERVER_DATABASE_URL / KB_INGEST_DATABASE_URL), or start it",
+                highlight=False,
+                soft_wrap=True,
+            )
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+# The bucket or a queue is not there: on a local AWS that nothing has bootstrapped (`kb aws local` alone), or
+# under names that are not the stack's.
+_MISSING_STACK = {"NoSuchBucket", "AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"}
+
+
+def _aws_hint(exc: Exception) -> str:
+    code = exc.response.get("Error", {}).get("Code") if isinstance(exc, ClientError) else None
+    if code in _MISSING_STACK:
+        return (
+            "; create the bucket and queues with `kb aws bootstrap` (`make run` does it), or check "
+            "KB_CORPUS_BUCKET, KB_INGEST_QUEUE and KB_INGEST_DLQ"
+        )
+    return ""
 
 
 def settings_or_exit() -> Settings:

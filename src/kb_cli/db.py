@@ -34,14 +34,18 @@ def db_migrate() -> None:
 @friendly_errors
 def db_status() -> None:
     """Which database is in use, its versions, migration level and embedding model."""
+    from kb_core.db.embedded import EmbeddedPostgres
     from kb_core.db.status import database_status
     from kb_core.db.targets import resolve_database
     from kb_core.departments import DOC_STATUSES
 
     settings = settings_or_exit()
+    started_here = settings.database.url is None and not EmbeddedPostgres(settings.database.state_dir).is_running()
     status = database_status(resolve_database(settings.database))
     table = _Rows()
-    table.add_row("database", status.description)
+    # Found walking it: after `kb db stop`, this started the database and showed it healthy, without a word.
+    note = " [yellow](was not running: started for this command; `kb db start` keeps it up)[/]" if started_here else ""
+    table.add_row("database", status.description + note)
     table.add_row("PostgreSQL", status.postgres_version)
     table.add_row("pgvector", status.pgvector_version or "[red]not available[/]")
     table.add_row("migrations", f"{status.migration_level} of {status.latest_migration}")
@@ -113,6 +117,10 @@ def db_stop(
     from kb_core.db.embedded import EmbeddedPostgres
 
     settings = settings_or_exit()
+    if settings.database.url is not None:
+        # As `kb db start` says: found walking it, --force stopped the embedded database under `make run`.
+        err.print("DATABASE_URL is set: the embedded database is not used, there is nothing to stop")
+        raise typer.Exit(2)
     server = EmbeddedPostgres(settings.database.state_dir)
     server.drop_dead_holders()
     holding = [pid for pid in server.holders() if pid != os.getpid()]

@@ -36,7 +36,7 @@ def ingest(
             f"[bold red]error:[/] no documents in {named}: nothing to ingest (the formats are {document_kinds()})"
         )
         raise typer.Exit(2)
-    targets = prepare_database(settings)
+    targets = prepare_database(settings, login="ingest")
     started = time.perf_counter()
     limit_malloc_arenas()  # before the parse and model threads start
     embedder = make_embedder(settings.embedding, bulk=True)

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import psycopg
 
 from kb_core.db.targets import DatabaseTargets, redact, resolve_database
@@ -21,7 +23,8 @@ class NotReady(Exception):
     """The database cannot be used yet; the message is one line that names the fixing command."""
 
 
-def prepare_database(settings: Settings) -> DatabaseTargets:
+def prepare_database(settings: Settings, *, login: Literal["server", "ingest"] = "server") -> DatabaseTargets:
+    """`login`: the one the command uses, checked (the server's also checks its four reader logins)."""
     from kb_core.db.migrations import migrate
     from kb_core.db.readiness import schema_problem
     from kb_core.embedders import embedding_space_for
@@ -39,21 +42,24 @@ def prepare_database(settings: Settings) -> DatabaseTargets:
         ) from None
     if targets.embedded is not None:
         migrate(targets.owner, space)  # ours: prepare it
+    conninfo = targets.server if login == "server" else targets.ingest  # MissingLogin when not given
+    who, setting = ("the server", "SERVER") if login == "server" else ("the writer", "INGEST")
     try:
-        with psycopg.connect(targets.server, autocommit=True, connect_timeout=CHECK_TIMEOUT_S) as conn:
+        with psycopg.connect(conninfo, autocommit=True, connect_timeout=CHECK_TIMEOUT_S) as conn:
             problem = schema_problem(conn, space)
     except psycopg.OperationalError as exc:
         text = _first_line(exc)
         if "does not exist" in text and "role" in text:
-            problem = "the database has no knowledge-base schema yet (no kb_server login): run `kb db migrate`"
+            problem = f"the database has no knowledge-base schema yet (no kb_{login} login): run `kb db migrate`"
         else:
             problem = (
-                f"cannot log in to {redact(targets.server)} as the server: {text}; check DATABASE_URL, "
-                "KB_SERVER_DATABASE_URL or KB_SERVER_DB_PASSWORD"
+                f"cannot log in to {redact(conninfo)} as {who}: {text}; check DATABASE_URL, "
+                f"KB_{setting}_DATABASE_URL or KB_{setting}_DB_PASSWORD"
             )
     if problem:
         raise NotReady(problem)
-    _check_reader_logins(targets)
+    if login == "server":
+        _check_reader_logins(targets)
     return targets
 
 

@@ -22,7 +22,7 @@ def withdraw(doc_code: str = typer.Argument(..., help="For example CMP-SOP-004."
     if not DOC_CODE.match(code):
         err.print(f"[bold red]error:[/] {doc_code!r} is not a doc code: use one such as CMP-SOP-004", highlight=False)
         raise typer.Exit(2)
-    targets = prepare_database(settings)
+    targets = prepare_database(settings, login="ingest")
     with psycopg.connect(targets.ingest, autocommit=True) as conn:
         withdrawn = withdraw_document(conn, code, retention_days=settings.aws.withdrawn_retention_days)
         stored = stored_versions(conn, code) if not withdrawn else 0

@@ -173,6 +173,11 @@ def test_a_broken_file_reaches_the_dlq_and_kb_aws_status_shows_it_with_its_error
     worker = None
     try:
         assert wait_until(lambda: (held_database / "local-aws.json").exists(), timeout=60)
+        # Not bootstrapped yet: found walking it, boto's bare NoSuchBucket / NonExistentQueue named no way out.
+        for command in (["aws", "upload", str(folder)], ["aws", "status"]):
+            early = kb(held_database, *command, timeout=120)
+            assert early.returncode == 2 and "create the bucket and queues with `kb aws bootstrap`" in early.stderr
+            assert "Traceback" not in early.stderr
         boot = kb(held_database, "aws", "bootstrap")
         assert boot.returncode == 0, boot.stderr
         assert boot.stderr.startswith("AWS: the local AWS at http://127.0.0.1:")  # found by itself, said once

@@ -37,6 +37,7 @@ def test_kb_processes_attach_to_the_one_running_instance(postgres_superuser, tes
     assert first.returncode == 0, first.stderr
     assert second.returncode == 0, second.stderr
     assert str(test_state_dir) in second.stdout and "kb_attach_test" in second.stdout
+    assert "was not running" not in second.stdout  # it was: this session holds it
     latest = len(discover_migrations())
     assert f"{latest} of {latest}" in second.stdout.replace("\n", " ")
     # Both commands attached to the server this test session holds: it was neither restarted nor stopped.
@@ -54,6 +55,8 @@ def test_a_first_kb_process_starts_the_server_and_the_last_one_stops_it(fresh_st
     assert "0.8" in result.stdout  # pgvector >= 0.8
     assert (state / "pgdata" / "PG_VERSION").exists()
     assert not (state / "pgdata" / "postmaster.pid").exists()  # no holder left, so it stopped
+    # It says so: found walking it, after `kb db stop` this started the database and showed it healthy.
+    assert "was not running: started for this command" in " ".join(result.stdout.split())
 
 
 def test_db_start_keeps_the_server_running_until_db_stop(fresh_state_dir):

@@ -255,3 +255,24 @@ def test_the_parse_server_maps_no_library_that_parsing_does_not_need():
         mapped = maps.read()
     assert "pymupdf" in mapped  # the check reads the right process
     assert "pydantic_core" not in mapped and "onnxruntime" not in mapped
+
+
+def test_a_header_field_given_twice_comes_back_from_the_child_as_the_error_naming_it():
+    # Found walking it: the error's class could not be unpickled (its __init__ takes the field and the problem),
+    # so the worker failed the file with no reason recorded, and after 3 receives it was dead-lettered as
+    # "no error recorded".
+    twice = "classification: internal\nclassification: public\n"
+    data = markdown_document().replace("classification: internal\n", twice)
+    kind, error = forked(data.encode(), "twice.md")
+    assert kind == "error" and isinstance(error, HeaderError)
+    assert "Classification (classification) is given twice" in str(error)
+
+
+class _TwoArgumentError(ParseError):
+    def __init__(self, what: str, why: str) -> None:
+        super().__init__(f"{what}: {why}")
+
+
+def test_a_parse_error_that_would_not_unpickle_comes_back_as_a_plain_parse_error_with_its_message():
+    sent = child._sendable(_TwoArgumentError("the table", "has no header row"))
+    assert type(sent) is ParseError and str(sent) == "the table: has no header row"

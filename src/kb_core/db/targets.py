@@ -34,13 +34,44 @@ def reader_conninfo(server: str, role: Role) -> str:
     return pg_conninfo.make_conninfo(server, user=reader_login(role))
 
 
+class MissingLogin(ValueError):
+    """A command needs a login the settings do not give (a process handed only its own login's URL)."""
+
+
+_SETTING = {
+    "owner": "DATABASE_URL (the owner login)",
+    "server": "KB_SERVER_DATABASE_URL (or DATABASE_URL)",
+    "ingest": "KB_INGEST_DATABASE_URL (or DATABASE_URL)",
+}
+
+
 @dataclass(frozen=True)
 class DatabaseTargets:
-    owner: str
-    server: str
-    ingest: str
+    """Each login's conninfo. A process may be given only its own login (the server KB_SERVER_DATABASE_URL, a
+    worker KB_INGEST_DATABASE_URL, without DATABASE_URL): asking for another then raises MissingLogin."""
+
+    owner_login: str | None
+    server_login: str | None
+    ingest_login: str | None
     description: str
     embedded: Any = None  # the EmbeddedPostgres holding the server, when there is one
+
+    @property
+    def owner(self) -> str:
+        return self._login("owner", self.owner_login)
+
+    @property
+    def server(self) -> str:
+        return self._login("server", self.server_login)
+
+    @property
+    def ingest(self) -> str:
+        return self._login("ingest", self.ingest_login)
+
+    def _login(self, kind: str, conninfo: str | None) -> str:
+        if conninfo is None:
+            raise MissingLogin(f"this needs the {kind} login and only {self.description} is set: set {_SETTING[kind]}")
+        return conninfo
 
     def reader(self, role: Role) -> str:
         return reader_conninfo(self.server, role)
@@ -49,6 +80,17 @@ class DatabaseTargets:
 def resolve_database(settings: DatabaseSettings, *, keep_running: bool = False) -> DatabaseTargets:
     """Return the conninfo of each login; start the embedded server first when DATABASE_URL is unset."""
     connect_args = {"connect_timeout": str(max(1, round(settings.connect_timeout_s)))}
+    if settings.url is None and (settings.server_url is not None or settings.ingest_url is not None):
+        # A process given only its own login (the production server, a worker): that database, never an
+        # embedded one under KB_STATE_DIR (it used to start one, empty, and serve it without a word).
+        server = _explicit(settings.server_url, connect_args)
+        ingest = _explicit(settings.ingest_url, connect_args)
+        named = [
+            f"{name} {redact(conninfo)}"
+            for name, conninfo in (("KB_SERVER_DATABASE_URL", server), ("KB_INGEST_DATABASE_URL", ingest))
+            if conninfo is not None
+        ]
+        return DatabaseTargets(None, server, ingest, " and ".join(named))
     if settings.url is None:
         from kb_core.db.embedded import EmbeddedPostgres  # only then: the bundled server is ~70 MB
 
@@ -57,9 +99,9 @@ def resolve_database(settings: DatabaseSettings, *, keep_running: bool = False) 
         _create_database_if_missing(superuser, settings.embedded_database)
         owner = pg_conninfo.make_conninfo(superuser, dbname=settings.embedded_database, **connect_args)
         return DatabaseTargets(
-            owner=owner,
-            server=pg_conninfo.make_conninfo(owner, user=SERVER_LOGIN),
-            ingest=pg_conninfo.make_conninfo(owner, user=INGEST_LOGIN),
+            owner_login=owner,
+            server_login=pg_conninfo.make_conninfo(owner, user=SERVER_LOGIN),
+            ingest_login=pg_conninfo.make_conninfo(owner, user=INGEST_LOGIN),
             description=f"{embedded.describe()}, database {settings.embedded_database}",
             embedded=embedded,
         )
@@ -67,7 +109,11 @@ def resolve_database(settings: DatabaseSettings, *, keep_running: bool = False) 
     owner = pg_conninfo.make_conninfo(settings.url.get_secret_value(), **connect_args)
     server = _login(owner, settings.server_url, SERVER_LOGIN, settings.server_password)
     ingest = _login(owner, settings.ingest_url, INGEST_LOGIN, settings.ingest_password)
-    return DatabaseTargets(owner=owner, server=server, ingest=ingest, description=f"DATABASE_URL {redact(owner)}")
+    return DatabaseTargets(owner, server, ingest, description=f"DATABASE_URL {redact(owner)}")
+
+
+def _explicit(url: SecretStr | None, connect_args: dict[str, str]) -> str | None:
+    return pg_conninfo.make_conninfo(url.get_secret_value(), **connect_args) if url is not None else None
 
 
 def _login(owner: str, explicit: SecretStr | None, user: str, password: SecretStr | None) -> str:
