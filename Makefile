@@ -21,8 +21,10 @@ $(STAMP): pyproject.toml Makefile
 install: $(STAMP)
 
 run: install
-	@# Ctrl-C ends `kb up` with 130, its usual stop: not an error for make to report.
-	$(BIN)/kb up || [ $$? -eq 130 ]
+	@# Ctrl-C ends `kb up` with 130, its usual stop: not an error for make to report. Ctrl-C reaches this
+	@# shell too, which would die of it and make would print "*** [run] Interrupt": the trap keeps it to
+	@# wait for kb (which still gets Ctrl-C: a trap's handler is not inherited).
+	@trap true INT; $(BIN)/kb up || [ $$? -eq 130 ]
 
 test: install
 	@# One worker per core; a module's tests stay on one worker, so its fixtures are set up once.

@@ -18,6 +18,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 
 import numpy as np
 import psycopg
@@ -121,14 +122,21 @@ def check_in_force(conn: psycopg.Connection, header: Header) -> None:
     be served as current before its date (search without as_of reads the effective versions). Today is the
     database's UTC date, the one the server's as_of is read against."""
     row = conn.execute("SELECT (now() AT TIME ZONE 'UTC')::date").fetchone()
-    today = row[0] if row else None
-    if today is not None and header.effective_date > today:
-        raise NotYetInForce(
-            f"{header.doc_code} version {header.version} has status effective but its effective_date "
-            f"{header.effective_date.isoformat()} is after today ({today.isoformat()}): it would be served as the "
-            "current version before it takes effect. Upload (or ingest) it on or after that date; the stored versions "
-            "are unchanged"
-        )
+    reason = not_in_force(header, row[0]) if row else None
+    if reason is not None:
+        raise NotYetInForce(reason)
+
+
+def not_in_force(header: Header, today: date) -> str | None:
+    """Why an effective version dated after `today` is refused, or None (`kb aws upload` asks before uploading)."""
+    if header.status != "effective" or header.effective_date <= today:
+        return None
+    return (
+        f"{header.doc_code} version {header.version} has status effective but its effective_date "
+        f"{header.effective_date.isoformat()} is after today ({today.isoformat()}): it would be served as the "
+        "current version before it takes effect. Upload (or ingest) it on or after that date; the stored versions "
+        "are unchanged"
+    )
 
 
 def store_document(

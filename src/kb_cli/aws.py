@@ -153,6 +153,7 @@ def upload_command(
             dry_run=dry_run,
             delete_most=delete_most,
             max_bytes=settings.aws.max_file_bytes,
+            check=True,
         )
     except MostOfBucket as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
@@ -179,6 +180,10 @@ def upload_command(
         out.print(skipped_line(report.skipped), highlight=False, soft_wrap=True)
     for key in report.empty:
         err.print(f"[yellow]warning:[/] {key}: {EMPTY_FILE}; the worker dead-letters it", highlight=False)
+    for key, reason in report.refused.items():
+        # Uploaded all the same (the worker records the failure, `kb aws status` shows it): said now, not in a
+        # minute from the dead-letter queue.
+        err.print(f"[yellow]warning:[/] {key}: the worker will refuse it: {reason}", highlight=False, soft_wrap=True)
     for key, size in report.over_limit.items():
         # Uploaded all the same: the worker's own KB_MAX_FILE_BYTES (the Lambda's may differ) decides.
         err.print(

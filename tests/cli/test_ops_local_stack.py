@@ -192,6 +192,8 @@ def test_a_broken_file_reaches_the_dlq_and_kb_aws_status_shows_it_with_its_error
         upload = kb(held_database, "aws", "upload", str(folder))
         assert upload.returncode == 0, upload.stderr
         assert "3 uploaded" in upload.stdout
+        # Parsed before the upload, the broken file is named at once (it still goes up: the worker records it).
+        assert "risk/broken.md: the worker will refuse it: " in " ".join(upload.stderr.split())
 
         worker = subprocess.Popen(
             [KB, "worker"],
@@ -263,10 +265,14 @@ def test_a_broken_file_reaches_the_dlq_and_kb_aws_status_shows_it_with_its_error
         assert "pass --keep-deleted to upload without deleting, or --delete-most" in said
         unchanged = kb(held_database, "aws", "upload", str(folder), "--dry-run")
         assert "would upload 0, delete 0, leave 2 unchanged" in " ".join(unchanged.stdout.split()), unchanged.stdout
-        # A file over the size limit is said to be, before three receives dead-letter it (found walking it).
+        # A file over the size limit is said to be, before three receives dead-letter it (found walking it); one
+        # already in the bucket unchanged is not: it is not uploaded, so no worker sees it again.
+        changed = folder / "risk" / "RSK-REF-006.md"
+        changed.write_text(changed.read_text() + "\nOne more line.\n")
         big = kb(held_database, "aws", "upload", str(folder), "--dry-run", KB_MAX_FILE_BYTES="1024")
         said = " ".join(big.stderr.split())
         assert big.returncode == 0 and "warning: risk/RSK-REF-006.md: it is " in said, big.stderr
+        assert "LND-REF-007" not in said  # also over 1 KiB, but unchanged
         assert "over the 1.0 KiB limit (KB_MAX_FILE_BYTES): split the document, or raise KB_MAX_FILE_BYTES" in said
         assert live_versions(held_database, "RSK-REF-006") == 1
     finally:

@@ -7,6 +7,7 @@ it has gone, no postgres may be left on that data directory.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -133,3 +134,36 @@ def test_a_repeated_ctrl_c_stops_kb_serve_http_without_a_traceback(fresh_state_d
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_ctrl_c_on_make_run_ends_without_a_make_error(tmp_path: Path) -> None:
+    # Ctrl-C in a terminal signals make, its recipe's shell and kb together. Found walking it: the shell died of
+    # it and make printed "make: *** [Makefile:…: run] Interrupt" after kb's own clean stop. `kb up` itself costs
+    # minutes (database, local AWS, the corpus ingested): a stand-in for it here that stops on Ctrl-C with 130,
+    # as kb up does; the recipe, make and the signal are the real ones.
+    repo = Path(__file__).resolve().parents[2]
+    fake = tmp_path / "bin" / "kb"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/usr/bin/env python3\nimport sys, time\ntry:\n    print('ready', flush=True)\n    time.sleep(60)\n"
+        "except KeyboardInterrupt:\n    print('kb: stopped', flush=True)\n    sys.exit(130)\n"
+    )
+    fake.chmod(0o755)
+    make = subprocess.Popen(
+        # -o: the install stamp counts as up to date, so make runs the recipe and installs nothing
+        ["make", "-s", "-o", ".venv/.installed-stamp", "run", f"BIN={fake.parent}"],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert make.stdout is not None and make.stdout.readline().strip() == "ready"
+        os.killpg(make.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole foreground process group
+        rest, _ = make.communicate(timeout=20)
+    finally:
+        if make.poll() is None:
+            os.killpg(make.pid, signal.SIGKILL)
+    assert "kb: stopped" in rest
+    assert "***" not in rest and "Interrupt" not in rest and "Error" not in rest, rest

@@ -94,6 +94,26 @@ def test_an_upload_names_the_files_a_worker_will_refuse_and_still_uploads_them(q
     assert report.empty == ["empty.md"] and list(report.over_limit) == ["big.md"]
     assert report.over_limit["big.md"] == (tmp_path / "big.md").stat().st_size
     assert sorted(report.uploaded) == ["CMP-SOP-901.md", "big.md", "empty.md"]  # the worker's own limit decides
+    # Said when uploaded, not again on every upload of the folder (found walking it).
+    again = upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path, max_bytes=10_000)
+    assert (again.empty, again.over_limit, len(again.unchanged)) == ([], {}, 3)
+
+
+def test_an_upload_parses_what_it_uploads_first_and_names_the_files_the_worker_will_refuse(queue, tmp_path):
+    # Found walking it: a broken header, a damaged PDF or a version dated after today was only found a minute
+    # after the upload, in the dead-letter queue. Uploaded all the same: the worker records the failure.
+    write(tmp_path / "CMP-SOP-931.md", markdown_document("CMP-SOP-931"))
+    write(tmp_path / "CMP-SOP-932.md", markdown_document("CMP-SOP-932").replace("classification: internal\n", ""))
+    write(tmp_path / "CMP-SOP-933.md", markdown_document("CMP-SOP-933", effective_date="2999-01-01"))
+    (tmp_path / "scan.pdf").write_bytes(b"%PDF-1.7 random bytes, no objects")
+    dry = upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path, dry_run=True, check=True)
+    report = upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path, check=True)
+    assert dry.refused == report.refused and sorted(report.refused) == ["CMP-SOP-932.md", "CMP-SOP-933.md", "scan.pdf"]
+    assert "Classification (classification) is missing" in report.refused["CMP-SOP-932.md"]
+    assert "effective_date 2999-01-01 is after today" in report.refused["CMP-SOP-933.md"]
+    assert len(report.uploaded) == 4
+    # Unchanged files are not parsed again: nothing new is said about them.
+    assert upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path, check=True).refused == {}
 
 
 def test_a_poison_file_in_a_batch_of_five_fails_alone_reaches_the_dlq_and_ingests_after_a_redrive(

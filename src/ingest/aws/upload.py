@@ -5,10 +5,14 @@ from __future__ import annotations
 import hashlib
 import mimetypes
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from ingest.document import ParseError
+from ingest.parsers import parse_document
 from ingest.pipeline import document_files
+from ingest.upsert import not_in_force
 
 
 @dataclass
@@ -19,6 +23,9 @@ class UploadReport:
     skipped: list[str] = field(default_factory=list)
     over_limit: dict[str, int] = field(default_factory=dict)  # key -> size: a worker at max_bytes refuses it
     empty: list[str] = field(default_factory=list)  # nothing but whitespace: the worker refuses it
+    # Files to upload that the worker will refuse, and why (parsed here first: a broken header or a damaged file
+    # was only found after the upload, a minute later in the dead-letter queue).
+    refused: dict[str, str] = field(default_factory=dict)
     in_bucket: int = 0  # objects in the bucket before
 
     @property
@@ -53,13 +60,16 @@ def upload_folder(
     dry_run: bool = False,
     delete_most: bool = True,
     max_bytes: int | None = None,
+    check: bool = False,
 ) -> UploadReport:
     """Keys are paths relative to `folder` (compliance/CMP-SOP-004.md). With `delete`, objects whose file is
     gone are deleted, which withdraws their documents; unless `delete_most`, an upload that would delete most of
     the bucket raises MostOfBucket before writing anything. With `dry_run`, the report lists what would change
     and nothing is written. A file over `max_bytes` is uploaded all the same (the worker's own limit decides)
     and listed in `over_limit`, so the upload can say it will be dead-lettered at a worker with that limit; an
-    empty file likewise, in `empty`."""
+    empty file likewise, in `empty`. With `check`, each file to upload is parsed first, and those the worker
+    will refuse are listed in `refused` (`kb aws upload` checks; `make run`, whose worker reports every file
+    within the minute, does not wait for it)."""
     report = UploadReport()
     files, skipped = document_files([folder])
     report.skipped = [p.relative_to(folder).as_posix() for p in skipped]
@@ -71,15 +81,19 @@ def upload_folder(
     refused = report.deletes_most and not delete_most and not dry_run
     for key, path in keys.items():
         data = path.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        if remote.get(key) == digest:
+            report.unchanged.append(key)  # said when it was uploaded: not again on every upload
+            continue
+        report.uploaded.append(key)
         if max_bytes is not None and len(data) > max_bytes:
             report.over_limit[key] = len(data)
         if not data.strip():
             report.empty.append(key)
-        digest = hashlib.sha256(data).hexdigest()
-        if remote.get(key) == digest:
-            report.unchanged.append(key)
-            continue
-        report.uploaded.append(key)
+        if check and key not in report.over_limit and key not in report.empty:
+            reason = worker_refusal(data, key, max_bytes=max_bytes or len(data))
+            if reason is not None:
+                report.refused[key] = reason
         if dry_run or refused:
             continue
         s3.put_object(
@@ -95,6 +109,17 @@ def upload_folder(
         for key in report.deleted:
             s3.delete_object(Bucket=bucket, Key=key)
     return report
+
+
+def worker_refusal(data: bytes, name: str, *, max_bytes: int, today: date | None = None) -> str | None:
+    """Why the worker will refuse this file, as it will say it, or None: the parse and the header's checks, and
+    an effective version dated after today. (What depends on the database, such as a version already stored
+    with other content, is the worker's to find.)"""
+    try:
+        parsed = parse_document(data, name, max_bytes=max_bytes)
+    except ParseError as exc:
+        return str(exc)
+    return not_in_force(parsed.header, today or datetime.now(UTC).date())
 
 
 def _remote_hashes(s3: Any, bucket: str) -> dict[str, str | None]:
