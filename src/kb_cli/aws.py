@@ -203,13 +203,25 @@ def status_command(
     from ingest.queue_status import queue_status
     from kb_cli.aws_status import print_status
     from kb_cli.prepare import NotReady, prepare_database
+    from kb_core.db.embedded import EmbeddedPostgres
 
     settings = _settings()
     conninfo = None
-    try:
-        conninfo = prepare_database(settings, login="ingest").ingest
-    except NotReady as exc:
-        err.print(f"[yellow]database:[/] {exc} (showing the queues only)", highlight=False)
+    database = settings.database
+    embedded = database.url is None and database.server_url is None and database.ingest_url is None
+    if embedded and not EmbeddedPostgres(database.state_dir).is_running():
+        # Found walking it: this started the stopped database and reported all well, without a word.
+        err.print(
+            "[yellow]database:[/] the embedded database is not running (`kb db start`, or `make run`, starts it; "
+            "showing the queues only)",
+            highlight=False,
+            soft_wrap=True,
+        )
+    else:
+        try:
+            conninfo = prepare_database(settings, login="ingest").ingest
+        except NotReady as exc:
+            err.print(f"[yellow]database:[/] {exc} (showing the queues only)", highlight=False)
     status = queue_status(
         client("sqs", settings.aws),
         client("cloudwatch", settings.aws),

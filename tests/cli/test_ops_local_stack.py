@@ -275,6 +275,13 @@ def test_a_broken_file_reaches_the_dlq_and_kb_aws_status_shows_it_with_its_error
         assert "LND-REF-007" not in said  # also over 1 KiB, but unchanged
         assert "over the 1.0 KiB limit (KB_MAX_FILE_BYTES): split the document, or raise KB_MAX_FILE_BYTES" in said
         assert live_versions(held_database, "RSK-REF-006") == 1
+        # The database stopped: the status says so and shows the queues, and does not start it again (found
+        # walking it: it started the database silently and reported all well).
+        stop(worker)
+        assert kb(held_database, "db", "stop", "--force").returncode == 0
+        down = kb(held_database, "aws", "status", timeout=120)
+        assert down.returncode == 0 and "the embedded database is not running" in down.stderr, down.stderr
+        assert "dead letters" in down.stdout and not (held_database / "pgdata" / "postmaster.pid").exists()
     finally:
         if worker is not None:
             stop(worker)
