@@ -13,9 +13,9 @@ in the database itself (sql/005_audit_log.sql); reading it is `kb audit` (kb_cor
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
@@ -207,6 +207,9 @@ def result_count_of(structured: Mapping[str, Any]) -> int:
     return sum(len(v) for v in lists) if lists else 1
 
 
+_NAMED_CODE = re.compile(r"^kb://[^/]{1,40}/([A-Za-z]{3}-[A-Za-z]{3}-[0-9]{3,6})\b")
+
+
 def doc_codes_of(arguments: Mapping[str, Any], citations: Iterable[str]) -> list[str]:
     """The doc codes a record is about: those named in its arguments and those it cited (for `kb audit
     --doc`)."""
@@ -215,9 +218,16 @@ def doc_codes_of(arguments: Mapping[str, Any], citations: Iterable[str]) -> list
     if isinstance(doc_code, str) and doc_code.strip():
         codes.setdefault(clean_text(doc_code.strip().upper())[:40])
     for text in [arguments.get("citation"), arguments.get("uri"), *citations]:
-        if isinstance(text, str):
-            with contextlib.suppress(CitationError):
-                codes.setdefault(parse_citation(text).doc_code)
+        if not isinstance(text, str):
+            continue
+        try:
+            codes.setdefault(parse_citation(text).doc_code)
+        except CitationError:
+            # A malformed citation still names the document it was about (kb://…/CMP-SOP-004@3.1# with no
+            # section): `kb audit --doc` finds the request all the same.
+            named = _NAMED_CODE.search(text[:300])
+            if named:
+                codes.setdefault(named[1].upper())
     return list(codes)
 
 

@@ -32,6 +32,11 @@ class RetrievedChunk(BaseModel):
     injection_rule: str | None = Field(
         None, description="When injection_suspect: the scanner's rule ids that flagged it, comma-separated."
     )
+    status: str = Field(
+        "effective",
+        description="The version's status today: effective, or, in an as_of search, superseded or withdrawn (it was "
+        "in force on that date; a later version replaces it now).",
+    )
 
 
 class SearchResult(BaseModel):

@@ -26,7 +26,9 @@ _TYPOGRAPHIC = {
     **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d", "-"),
     "\u2026": "...",
 }
-_MARKUP = frozenset("*")  # Markdown emphasis; not part of what the text says
+# Markdown emphasis (`**bold**`, `_italic_`); not part of what the text says. An underscore inside a name
+# (max_bytes) is dropped on both sides alike, so the name still matches itself.
+_MARKUP = frozenset("*_")
 # A sentence (or list item) ends at . ! ? or ; before a space, but not after a digit ("1." of a numbered item).
 _SENTENCE_END = re.compile(r"(?<![0-9])[.!?;](?=\s|$)")
 _TRIM = " \t\r\n\"'.,;:"
@@ -83,6 +85,7 @@ class QuoteMatch:
 def check_quote(quote: str, sections: Sequence[str]) -> QuoteMatch | None:
     """Where `quote` appears among `sections` (texts), or the closest passage; None when there is no text."""
     wanted = normalized_quote(quote)
+    rows = _table_rows(quote)
     best: QuoteMatch | None = None
     for number, content in enumerate(sections):
         text = normalize(content)
@@ -91,6 +94,10 @@ def check_quote(quote: str, sections: Sequence[str]) -> QuoteMatch | None:
         at = text.text.find(wanted)
         if at >= 0:
             return QuoteMatch(True, 1.0, number, _original(content, text, at, at + len(wanted)))
+        found_rows = [(i, i + len(row)) for row in rows if (i := text.text.find(row)) >= 0]
+        if rows and len(found_rows) == len(rows):
+            passage = "\n".join(_original(content, text, start, end) for start, end in found_rows)
+            return QuoteMatch(True, 1.0, number, passage)
         closest = _closest_passage(wanted, text.text)
         if closest is None:
             continue
@@ -98,6 +105,17 @@ def check_quote(quote: str, sections: Sequence[str]) -> QuoteMatch | None:
         if best is None or score > best.score:
             best = QuoteMatch(False, score, number, _original(content, text, start, end))
     return best
+
+
+def _table_rows(quote: str) -> list[str]:
+    """A table excerpt's rows (normalized; the |---| line aside) when every line of the quote is a table row:
+    search serves a big table's header row with a few of its rows (a row group), and those rows need not be
+    next to the header in the section. Each row is a record of its own, so each is looked for alone. Empty for
+    any other quote: the lines of a paragraph are not checked apart."""
+    lines = [line.strip() for line in quote.strip().splitlines() if line.strip()]
+    if len(lines) < 2 or not all(line.startswith("|") and line.endswith("|") for line in lines):
+        return []
+    return [normalize(line).text for line in lines if not re.fullmatch(r"[|:\-\s]+", line)]
 
 
 def _closest_passage(wanted: str, text: str) -> tuple[float, int, int] | None:

@@ -349,7 +349,7 @@ top AS (
 )
 SELECT d.doc_code, d.title, d.version, d.effective_date, d.department, c.section_path, c.anchor,
        c.content, t.score::float8, t.vector_rank, t.text_rank, c.injection_suspect, c.injection_rule,
-       t.vector_score, t.text_score
+       t.vector_score, t.text_score, d.status::text
 FROM top t
 JOIN kb.searchable_chunks c ON c.chunk_id = t.chunk_id AND c.classification = t.classification
 JOIN kb.documents d ON d.doc_id = c.doc_id
@@ -511,6 +511,7 @@ class Hit:
     injection_rule: str | None
     vector_score: float | None = None  # the leg's own score: cosine similarity
     text_score: float | None = None  # BM25 (or the ablations' ts_rank)
+    status: str = "effective"  # the version's status today (superseded or withdrawn only in an as_of search)
 
     @property
     def citation(self) -> str:

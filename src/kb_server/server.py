@@ -345,6 +345,7 @@ def capped_result(query: str, hits: list[Hit], *, degraded_reason: str | None) -
             citation=hit.citation,
             injection_suspect=hit.injection_suspect,
             injection_rule=hit.injection_rule if hit.injection_suspect else None,
+            status=hit.status,
         )
         result.documents.append(chunk)
         if _size(result) > MAX_RESULT_BYTES:

@@ -335,3 +335,13 @@ async def test_a_record_lost_to_a_database_outage_tells_the_caller_the_knowledge
         result = await client.call_tool("search_knowledge_base", {"query": "EDD trigger"})
     assert result.is_error and result.structured_content is None
     assert result.content[0].text == UNAVAILABLE  # the words of any other outage, and still no answer
+
+
+def test_a_malformed_citation_still_files_its_audit_record_under_the_document_it_names():
+    # Found walking it: kb://compliance/CMP-SOP-004@3.1# (no section) was audited with no doc code, so
+    # `kb audit --doc CMP-SOP-004` left that request out.
+    from kb_server.audit import doc_codes_of
+
+    assert doc_codes_of({"uri": "kb://compliance/CMP-SOP-004@3.1#"}, []) == ["CMP-SOP-004"]
+    assert doc_codes_of({"citation": "kb://compliance/cmp-sop-004@v3#4.2"}, []) == ["CMP-SOP-004"]
+    assert doc_codes_of({"citation": "https://example.com/CMP-SOP-004"}, []) == []

@@ -31,3 +31,49 @@ def test_a_quote_sharing_most_of_its_words_outscores_one_sharing_none():
     near = check_quote("the analyst reviews the case within 10 business days", [SECTION])
     far = check_quote("the auditor signs the ledger every quarter", [SECTION])
     assert near is not None and far is not None and near.score > 0.7 > far.score
+
+
+def test_underscore_emphasis_in_a_quote_is_ignored_as_asterisks_are():
+    # Found walking it: "within _20 calendar days_" was not found where "*20 calendar days*" was.
+    for quote in ("within _20 calendar days_ of", "within __20 calendar days__ of", "within *20 calendar days* of"):
+        match = check_quote(quote, ["Respond within **20 calendar days** of the chargeback notice."])
+        assert match is not None and match.found, quote
+
+
+TABLE = (
+    "| Record category | Retention period | Trigger event |\n"
+    "|---|---|---|\n"
+    "| BSA/AML records | 5 years | Account closure |\n"
+    "| Sanctions screening records | 5 years | Date of the screening |\n"
+    "| Card dispute and chargeback records | 18 months | Resolution of the dispute |"
+)
+
+
+def test_a_table_excerpt_as_search_serves_it_is_found_though_its_rows_are_not_next_to_the_header():
+    # Found walking it: a big table's row group (its header row, then rows further down) was served under the
+    # section's citation, and verify_quote said that very text was not found there.
+    excerpt = (
+        "| Record category | Retention period | Trigger event |\n|---|---|---|\n"
+        "| Card dispute and chargeback records | 18 months | Resolution of the dispute |"
+    )
+    match = check_quote(excerpt, [TABLE])
+    assert match is not None and match.found and match.score == 1.0
+    assert (
+        match.passage.splitlines()[-1]
+        == "| Card dispute and chargeback records | 18 months | Resolution of the dispute |"
+    )
+
+
+def test_a_table_excerpt_with_a_row_that_is_not_in_the_table_is_not_found():
+    altered = (
+        "| Record category | Retention period | Trigger event |\n| Card dispute and chargeback records | 6 months | x |"
+    )
+    match = check_quote(altered, [TABLE])
+    assert match is not None and not match.found
+
+
+def test_lines_of_prose_are_not_looked_for_apart():
+    # Only table rows are records of their own: two sentences of a section, quoted as adjacent lines, are not.
+    section = "Staff must share files through the portal.\nThe portal logs every download.\nNever share passwords."
+    match = check_quote("Staff must share files through the portal.\nNever share passwords.", [section])
+    assert match is not None and not match.found

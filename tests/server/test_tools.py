@@ -99,7 +99,9 @@ async def test_a_search_returns_cited_chunks_in_the_llds_shape(corpus_database, 
         "citation",
         "injection_suspect",
         "injection_rule",
+        "status",  # added (README changelog): the LLD's fields are all still there, unchanged
     }
+    assert top["status"] == "effective"
     assert top["citation"].startswith(f"kb://{top['department']}/{top['doc_code']}@{top['version']}#")
     assert any(d["citation"] == "kb://compliance/CMP-SOP-004@3.1#4.2" for d in content["documents"])
     assert all(d["version"] != "2.0" or d["doc_code"] != "CMP-SOP-004" for d in content["documents"])  # effective only

@@ -137,6 +137,9 @@ async def test_as_of_before_and_after_each_effective_date_answers_with_the_versi
                 )
                 versions = {d["version"] for d in search["documents"] if d["doc_code"] == pair.doc_code}
                 assert versions == {expected}, (pair, when, versions)
+                # Found walking it: a quote taken from an as_of search did not say its version is superseded now.
+                statuses = {d["status"] for d in search["documents"] if d["doc_code"] == pair.doc_code}
+                assert statuses == {"superseded" if expected == pair.earlier else "effective"}, (pair, when)
                 document = await call(client, "get_document", doc_code=pair.doc_code, as_of=when)
                 assert document["version"] == expected, (pair, when)
                 assert all(f"@{expected}#" in s["citation"] for s in document["sections"])
@@ -158,6 +161,7 @@ async def test_without_as_of_search_serves_the_effective_versions_only(corpus_da
             )
             versions = {d["version"] for d in search["documents"] if d["doc_code"] == pair.doc_code}
             assert versions == {pair.later}, pair
+            assert {d["status"] for d in search["documents"]} == {"effective"}
 
 
 async def test_as_of_arguments_are_checked(corpus_database, local_embedder):
