@@ -36,7 +36,7 @@ def field_key(label: str) -> str:
 def twice(name: str) -> HeaderError:
     """A field given two values (two header blocks, or one field twice): whichever was taken, the document
     could be filed under the wrong classification, owner or date."""
-    return _fail(name, "is given twice, with two values: a document has one header; keep the right value")
+    return _fail(name, "is given twice: a document has one header, so keep one, with the right value")
 
 
 def two_header_blocks(first: str, second: str) -> HeaderError:

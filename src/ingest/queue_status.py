@@ -126,7 +126,7 @@ def _alarm(cloudwatch: Any, dlq_depth: int, local: bool) -> tuple[str, str]:
 
 def _recorded(
     conninfo: str, uris: list[str], recent: int
-) -> tuple[dict[str, tuple[str, datetime]], dict[str, str], list[Outcome], dict[str, int]]:
+) -> tuple[dict[str, tuple[str, datetime]], dict[str, tuple[str, datetime]], list[Outcome], dict[str, int]]:
     with psycopg.connect(conninfo, autocommit=True, connect_timeout=3) as conn:
         errors: dict[str, tuple[str, datetime]] = {
             uri: (detail, at)
@@ -137,10 +137,10 @@ def _recorded(
                 (uris,),
             ).fetchall()
         }
-        ingested: dict[str, str] = {
-            uri: f"{doc_code} v{version}"
-            for uri, outcome, doc_code, version in conn.execute(
-                """SELECT DISTINCT ON (source_uri) source_uri, outcome, doc_code, version FROM kb.ingest_log
+        ingested: dict[str, tuple[str, datetime]] = {
+            uri: (f"{doc_code} v{version}", at)
+            for uri, outcome, doc_code, version, at in conn.execute(
+                """SELECT DISTINCT ON (source_uri) source_uri, outcome, doc_code, version, at FROM kb.ingest_log
                    WHERE source_uri = ANY(%s) AND outcome <> 'deferred'
                    ORDER BY source_uri, event_id DESC""",
                 (uris,),
@@ -159,20 +159,14 @@ def _recorded(
 
 
 def collapsed(outcomes: list[Outcome]) -> list[Outcome]:
-    """Runs of one file's same outcome and reason as one line with a count (the newest one's time): a failing
-    file's three receives filled three of the ten lines shown."""
-    lines: list[Outcome] = []
+    """One file's same outcome and reason as one line with a count, at its newest time (outcomes come newest
+    first): a failing file's three receives filled three of the ten lines shown, and several failing files'
+    receives, interleaved, all of them."""
+    lines: dict[tuple[str, str, str | None], Outcome] = {}
     for outcome in outcomes:
-        last = lines[-1] if lines else None
-        if last and (last.source_uri, last.outcome, last.detail) == (
-            outcome.source_uri,
-            outcome.outcome,
-            outcome.detail,
-        ):
-            lines[-1] = replace(last, times=last.times + 1)
-        else:
-            lines.append(outcome)
-    return lines
+        key = (outcome.source_uri, outcome.outcome, outcome.detail)
+        lines[key] = replace(lines[key], times=lines[key].times + 1) if key in lines else outcome
+    return list(lines.values())
 
 
 def queue_status(
@@ -194,7 +188,7 @@ def queue_status(
     status = QueueStatus(depth, in_flight, dlq_depth + dlq_hidden)
     status.alarm_state, status.alarm_reason = _alarm(cloudwatch, status.dlq_depth, local)
     errors: dict[str, tuple[str, datetime]] = {}
-    ingested: dict[str, str] = {}
+    ingested: dict[str, tuple[str, datetime]] = {}
     if ingest_conninfo is not None:
         uris = [uri for uri, _, _ in dead if uri]
         errors, ingested, status.recent, status.documents_by_status = _recorded(ingest_conninfo, uris, recent)
@@ -204,12 +198,18 @@ def queue_status(
             continue
         detail, at = errors.get(uri, (None, None))
         earlier = detail is not None and at is not None and sent_at is not None and at < sent_at - CLOCK_SLACK
+        # Fixed since only by an ingestion after this message was sent: one before it says nothing of this
+        # upload (found walking it: the version stored before an outage was called the fix of the upload that
+        # failed in it, unrecorded).
+        fixed, fixed_at = ingested.get(uri, (None, None))
+        if fixed_at is not None and sent_at is not None and fixed_at < sent_at - CLOCK_SLACK:
+            fixed = None
         status.dead.append(
             DeadMessage(
                 uri,
                 receives,
                 None if earlier else detail,
-                ingested.get(uri),
+                fixed,
                 s3 is not None and _gone(s3, uri),
                 only_earlier_error=earlier,
             )

@@ -134,8 +134,9 @@ def not_in_force(header: Header, today: date) -> str | None:
     return (
         f"{header.doc_code} version {header.version} has status effective but its effective_date "
         f"{header.effective_date.isoformat()} is after today ({today.isoformat()}): it would be served as the "
-        "current version before it takes effect. Upload (or ingest) it on or after that date; the stored versions "
-        "are unchanged"
+        "current version before it takes effect. Ingest it on or after that date (`kb aws upload` holds such a file "
+        "back until then; one already in the bucket: redrive its dead letter then); the stored versions are "
+        "unchanged"
     )
 
 

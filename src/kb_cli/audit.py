@@ -79,9 +79,19 @@ def audit(
     if settings.audit.reader_url is not None:
         conninfo = settings.audit.reader_url.get_secret_value()
     else:
-        from kb_core.db.targets import resolve_database
+        from kb_core.db.targets import MissingLogin, resolve_database
 
-        conninfo = resolve_database(settings.database).owner
+        try:
+            conninfo = resolve_database(settings.database).owner
+        except MissingLogin:
+            # The owner is DATABASE_URL's fallback; the setting made for reading the log is the one to name.
+            err.print(
+                "[bold red]error:[/] kb audit reads the log as a login granted compliance_officer: set "
+                "KB_AUDIT_DATABASE_URL (or DATABASE_URL, the owner)",
+                highlight=False,
+                soft_wrap=True,
+            )
+            raise typer.Exit(2) from None
     writer = csv.DictWriter(sys.stdout, fieldnames=COLUMNS) if output == "csv" else None
     if writer is not None:
         writer.writeheader()

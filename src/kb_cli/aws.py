@@ -158,7 +158,7 @@ def upload_command(
     except MostOfBucket as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    out = Console()
+    out = Console(soft_wrap=True)  # a line per file, unwrapped: in a log or a pipe too
     if dry_run:
         for key in report.uploaded:
             out.print(f"would upload {key}", highlight=False)
@@ -180,6 +180,13 @@ def upload_command(
         out.print(skipped_line(report.skipped), highlight=False, soft_wrap=True)
     for key in report.empty:
         err.print(f"[yellow]warning:[/] {key}: {EMPTY_FILE}; the worker dead-letters it", highlight=False)
+    for key, when in report.held_back.items():
+        err.print(
+            f"[yellow]held back:[/] {key}: an effective version dated {when.isoformat()}, after today; not uploaded "
+            "(the worker would refuse it until then): an upload on or after that date sends it",
+            highlight=False,
+            soft_wrap=True,
+        )
     for key, reason in report.refused.items():
         # Uploaded all the same (the worker records the failure, `kb aws status` shows it): said now, not in a
         # minute from the dead-letter queue.
@@ -278,7 +285,7 @@ def local_command(port: int = typer.Option(4566, help="Port on 127.0.0.1.")) -> 
         raise typer.Exit(2)
     stack = LocalAws(port).start()
     record = record_local_stack(state_dir, stack.endpoint_url)
-    out = Console()
+    out = Console(soft_wrap=True)  # unwrapped in a log or a pipe
     if stack.port != port:
         out.print(f"port {port} is in use: listening on {stack.port} instead", highlight=False)
     out.print(

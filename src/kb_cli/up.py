@@ -79,6 +79,13 @@ def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = 
         if local:
             forget_local_stack(settings.database.state_dir)
             local.stop()
+        if targets.embedded is not None and targets.embedded.keep_mark.exists():
+            # `kb db start` asked for it to outlive every kb process: said, or Ctrl-C seems to leave it behind.
+            console.print(
+                "the embedded database stays up (`kb db start` asked for it): `.venv/bin/kb db stop` stops it",
+                highlight=False,
+                soft_wrap=True,
+            )
 
 
 def _run_stack(
@@ -122,11 +129,19 @@ def _run_stack(
     lock = threading.Lock()
     started = time.perf_counter()
     bar: list[Callable[[IngestResult], None]] = []  # the progress bar's advance, once it is drawn
+    settled = threading.Event()  # the start-up ingestion is summarised: later files get a line each
 
     def record(result: IngestResult) -> None:
         with lock:
             if result.source_uri in expected and result.source_uri not in results and bar:
                 bar[0](result)
+            elif settled.is_set() and result.outcome != "failed":  # a failure is the worker's WARNING line already
+                # Files uploaded while it serves: found walking it, the log showed only the failures.
+                what = f"{result.doc_code} v{result.version}" if result.doc_code else ""
+                why = f" ({result.reason})" if result.reason else ""
+                console.print(
+                    f"{result.outcome} {result.source_uri} {what}{why}".rstrip(), highlight=False, soft_wrap=True
+                )
             results[result.source_uri] = result
 
     # One model for the worker and the server: a second copy would cost the process another ~150 MB.
@@ -142,6 +157,7 @@ def _run_stack(
                 time.sleep(0.2)
         elapsed = time.perf_counter() - started
         print_summary(console, [results[u] for u in sorted(expected) if u in results], [], elapsed)
+        settled.set()
         missing = expected - set(results)
         if missing:
             console.print(f"[red]{len(missing)} files were not processed within {timeout_s:.0f} s[/]")

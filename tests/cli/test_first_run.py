@@ -155,6 +155,7 @@ UNREACHABLE = "postgresql://kb_server:pw@127.0.0.1:9/kosha_kb"  # port 9 (discar
         # A command that needs a login the process was not given names the setting.
         (["ingest", "corpus/risk"], "KB_SERVER_DATABASE_URL", "error: this needs the ingest login and only "),
         (["db", "migrate"], "KB_SERVER_DATABASE_URL", "error: this needs the owner login and only "),
+        (["audit"], "KB_INGEST_DATABASE_URL", "error: kb audit reads the log as a login granted compliance_officer"),
     ],
 )
 def test_a_process_given_only_its_own_login_uses_that_database_and_never_an_embedded_one(

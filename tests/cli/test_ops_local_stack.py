@@ -67,6 +67,9 @@ def test_a_file_deleted_while_the_stack_was_stopped_is_withdrawn_at_the_next_sta
     first = kb(held_database, "up", "--no-serve", "--corpus", str(folder))
     assert first.returncode == 0, first.stdout + first.stderr
     assert live_versions(held_database, "LND-REF-007") == 1
+    # The database was started with `kb db start`: the stack says at exit that it stays up (found walking it:
+    # Ctrl-C seemed to leave postgres behind).
+    assert "the embedded database stays up (`kb db start` asked for it)" in " ".join(first.stdout.split())
 
     (folder / "lending" / "LND-REF-007.md").unlink()  # while nothing runs: no event will ever say so
     second = kb(held_database, "up", "--no-serve", "--corpus", str(folder))
@@ -289,3 +292,35 @@ def test_a_broken_file_reaches_the_dlq_and_kb_aws_status_shows_it_with_its_error
             log = worker.stderr.read()
             assert "WARNING failed s3://kosha-kb-corpus/risk/broken.md" in log
         stop(local)
+
+
+def test_make_run_says_what_its_worker_does_with_files_uploaded_while_it_serves(
+    held_database: Path, tmp_path: Path
+) -> None:
+    # Found walking it: after the start-up summary the log showed only failures (as WARNING lines); a file
+    # uploaded and ingested, or deleted and withdrawn, while it served left no line.
+    folder = small_corpus(tmp_path / "corpus")
+    port = free_port()
+    log = tmp_path / "up.log"
+    with log.open("w") as out:
+        up = subprocess.Popen(
+            [KB, "up", "--corpus", str(folder)],
+            env=kb_env(held_database, KB_HTTP_PORT=str(port), KB_WORKER_WAIT_TIME_S="1"),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        assert wait_until(lambda: "Ctrl-C stops the server" in log.read_text(), timeout=300), log.read_text()
+        shutil.copy(CORPUS / "risk" / "RSK-POL-001.md", folder / "risk" / "RSK-POL-001.md")
+        (folder / "lending" / "LND-REF-007.md").unlink()
+        uploaded = kb(held_database, "aws", "upload", str(folder))
+        assert uploaded.returncode == 0, uploaded.stderr
+
+        def said() -> str:
+            return " ".join(log.read_text().split())
+
+        assert wait_until(lambda: "ingested s3://" in said() and "withdrawn s3://" in said(), timeout=120), said()
+        assert re.search(r"ingested s3://\S+/risk/RSK-POL-001\.md RSK-POL-001 v\S+", said())
+        assert re.search(r"withdrawn s3://\S+/lending/LND-REF-007\.md \(LND-REF-007 v", said())
+    finally:
+        stop(up)

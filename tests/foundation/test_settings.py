@@ -84,3 +84,15 @@ def test_a_kb_variable_a_character_or_two_from_a_setting_is_named_as_a_typo_and_
         "KB_HTTP_PORTS is not a setting and is ignored: did you mean KB_HTTP_PORT?",
     ]
     assert {"KB_EMBEDDER", "KB_HTTP_PORT", "DATABASE_URL", "KB_STATE_DIR"} <= setting_variables()
+
+
+def test_a_database_is_named_without_its_password_as_a_url_that_works_for_a_socket_too():
+    from kb_core.db.targets import redact
+
+    assert redact("host=db.internal port=5433 dbname=kb user=kb_server password=s3cret") == (
+        "postgresql://kb_server@db.internal:5433/kb"
+    )
+    # Found walking it: a unix socket's directory read as a host ("@/tmp/state/pgdata:5432/kb"), no usable URL.
+    assert redact("host=/tmp/state/pgdata dbname=kosha_kb user=kb_server") == (
+        "postgresql://kb_server@/kosha_kb?host=/tmp/state/pgdata"
+    )

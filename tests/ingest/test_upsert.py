@@ -151,7 +151,7 @@ def test_an_effective_version_dated_after_today_is_refused_and_the_version_in_fo
     )
     assert early.outcome == "failed"
     assert f"its effective_date {tomorrow} is after today" in (early.reason or "")
-    assert "Upload (or ingest) it on or after that date" in (early.reason or "")
+    assert "Ingest it on or after that date (`kb aws upload` holds such a file back until then" in (early.reason or "")
     assert snapshot(database.ingest) == before and counting_embedder.calls == calls  # refused before embedding
     today = datetime.now(UTC).date().isoformat()
     due = ingest_text(ingestor, markdown_document(version="2.0", effective_date=today), "file:///corpus/v2.md")

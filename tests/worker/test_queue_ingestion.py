@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import psycopg
 import pytest
@@ -108,12 +108,17 @@ def test_an_upload_parses_what_it_uploads_first_and_names_the_files_the_worker_w
     (tmp_path / "scan.pdf").write_bytes(b"%PDF-1.7 random bytes, no objects")
     dry = upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path, dry_run=True, check=True)
     report = upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path, check=True)
-    assert dry.refused == report.refused and sorted(report.refused) == ["CMP-SOP-932.md", "CMP-SOP-933.md", "scan.pdf"]
+    assert dry.refused == report.refused and sorted(report.refused) == ["CMP-SOP-932.md", "scan.pdf"]
     assert "Classification (classification) is missing" in report.refused["CMP-SOP-932.md"]
-    assert "effective_date 2999-01-01 is after today" in report.refused["CMP-SOP-933.md"]
-    assert len(report.uploaded) == 4
-    # Unchanged files are not parsed again: nothing new is said about them.
-    assert upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path, check=True).refused == {}
+    # An effective version dated after today is held back, not uploaded: uploaded, it was dead-lettered, and,
+    # unchanged since, never sent again on its date (found walking it).
+    assert dry.held_back == report.held_back == {"CMP-SOP-933.md": date(2999, 1, 1)}
+    assert sorted(report.uploaded) == ["CMP-SOP-931.md", "CMP-SOP-932.md", "scan.pdf"]
+    in_bucket = [o["Key"] for o in queue.s3.list_objects_v2(Bucket=queue.settings.corpus_bucket)["Contents"]]
+    assert "CMP-SOP-933.md" not in in_bucket
+    # Unchanged files are not parsed again: nothing new is said about them; the held-back one is still held.
+    again = upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path, check=True)
+    assert (again.refused, list(again.held_back)) == ({}, ["CMP-SOP-933.md"])
 
 
 def test_a_poison_file_in_a_batch_of_five_fails_alone_reaches_the_dlq_and_ingests_after_a_redrive(
@@ -200,9 +205,12 @@ def test_a_dead_letter_whose_only_recorded_failure_is_an_earlier_uploads_says_it
     # Found walking it: with the database down the worker cannot record why a file failed; its dead letter then
     # showed the failure of an earlier upload of the same file (fixed since) as its reason.
     monkeypatch.setattr("ingest.queue_status.CLOCK_SLACK", timedelta(0))  # the queue and the database share a clock
-    write(tmp_path / "CMP-SOP-921.md", markdown_document("CMP-SOP-921"))
     uri = f"s3://{queue.settings.corpus_bucket}/CMP-SOP-921.md"
+    # Version 1.0 stored from the object, then an upload that failed (recorded), before this message was sent.
+    stored = ingestor.ingest(markdown_document("CMP-SOP-921").encode(), name="CMP-SOP-921.md", source_uri=uri)
+    assert stored.outcome == "ingested"
     ingestor.log_refused(uri, "an earlier upload's failure")
+    write(tmp_path / "CMP-SOP-921.md", markdown_document("CMP-SOP-921", version="1.1"))
     upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
     (message,) = receive(queue, 1)
     # As SQS moves a message after its last receive: the same body, in the dead-letter queue.
@@ -210,6 +218,8 @@ def test_a_dead_letter_whose_only_recorded_failure_is_an_earlier_uploads_says_it
     queue.sqs.delete_message(QueueUrl=queue.stack.queue_url, ReceiptHandle=message["ReceiptHandle"])
     (dead,) = queue_status_of(queue, database.ingest).dead
     assert (dead.source_uri, dead.last_error, dead.only_earlier_error) == (uri, None, True)
+    # Nor is version 1.0, stored before the message was sent, the fix of this upload (found walking it).
+    assert dead.since_ingested is None
     # A failure recorded after the message was sent is its own, and is shown.
     ingestor.log_refused(uri, "its own failure")
     (dead,) = queue_status_of(queue, database.ingest).dead
@@ -219,8 +229,10 @@ def test_a_dead_letter_whose_only_recorded_failure_is_an_earlier_uploads_says_it
 def test_kb_aws_status_shows_a_files_repeated_outcome_once_with_a_count():
     at = datetime(2026, 12, 7, tzinfo=UTC)
     fail = Outcome(at, "failed", "s3://b/x.md", None, None, "bad header")
-    lines = collapsed([fail, fail, fail, Outcome(at, "ingested", "s3://b/y.md", "Y", "1.0", None), fail])
-    assert [(o.source_uri, o.times) for o in lines] == [("s3://b/x.md", 3), ("s3://b/y.md", 1), ("s3://b/x.md", 1)]
+    other = Outcome(at, "failed", "s3://b/z.md", None, None, "bad header")
+    lines = collapsed([fail, other, fail, Outcome(at, "ingested", "s3://b/y.md", "Y", "1.0", None), other, fail])
+    # Interleaved, as the receives of several failing files are (found walking it): each file's once.
+    assert [(o.source_uri, o.times) for o in lines] == [("s3://b/x.md", 3), ("s3://b/z.md", 2), ("s3://b/y.md", 1)]
 
 
 def test_a_message_delivered_twice_creates_no_duplicate_and_no_second_embedding_call(

@@ -26,6 +26,8 @@ class UploadReport:
     # Files to upload that the worker will refuse, and why (parsed here first: a broken header or a damaged file
     # was only found after the upload, a minute later in the dead-letter queue).
     refused: dict[str, str] = field(default_factory=dict)
+    # Effective versions dated after today: not uploaded (the next upload on or after the date sends them).
+    held_back: dict[str, date] = field(default_factory=dict)
     in_bucket: int = 0  # objects in the bucket before
 
     @property
@@ -67,9 +69,10 @@ def upload_folder(
     the bucket raises MostOfBucket before writing anything. With `dry_run`, the report lists what would change
     and nothing is written. A file over `max_bytes` is uploaded all the same (the worker's own limit decides)
     and listed in `over_limit`, so the upload can say it will be dead-lettered at a worker with that limit; an
-    empty file likewise, in `empty`. With `check`, each file to upload is parsed first, and those the worker
-    will refuse are listed in `refused` (`kb aws upload` checks; `make run`, whose worker reports every file
-    within the minute, does not wait for it)."""
+    empty file likewise, in `empty`. With `check`, each file to upload is parsed first: those the worker will
+    refuse are listed in `refused` (and uploaded all the same: the worker records why), and an effective version
+    dated after today is held back, in `held_back` (`kb aws upload` checks; `make run`, whose worker reports
+    every file within the minute, does not wait for it)."""
     report = UploadReport()
     files, skipped = document_files([folder])
     report.skipped = [p.relative_to(folder).as_posix() for p in skipped]
@@ -85,15 +88,22 @@ def upload_folder(
         if remote.get(key) == digest:
             report.unchanged.append(key)  # said when it was uploaded: not again on every upload
             continue
+        too_big = max_bytes is not None and len(data) > max_bytes
+        empty = not data.strip()
+        found = preflight(data, key) if check and not too_big and not empty else Preflight()
+        if found.in_force_on is not None:
+            # Uploaded, it would be dead-lettered now and, unchanged since, never sent again on its date (found
+            # walking it): held back, the next upload on or after that date sends it; the bucket keeps what is in
+            # force.
+            report.held_back[key] = found.in_force_on
+            continue
         report.uploaded.append(key)
-        if max_bytes is not None and len(data) > max_bytes:
+        if too_big:
             report.over_limit[key] = len(data)
-        if not data.strip():
+        if empty:
             report.empty.append(key)
-        if check and key not in report.over_limit and key not in report.empty:
-            reason = worker_refusal(data, key, max_bytes=max_bytes or len(data))
-            if reason is not None:
-                report.refused[key] = reason
+        if found.refusal is not None:
+            report.refused[key] = found.refusal
         if dry_run or refused:
             continue
         s3.put_object(
@@ -111,15 +121,23 @@ def upload_folder(
     return report
 
 
-def worker_refusal(data: bytes, name: str, *, max_bytes: int, today: date | None = None) -> str | None:
-    """Why the worker will refuse this file, as it will say it, or None: the parse and the header's checks, and
-    an effective version dated after today. (What depends on the database, such as a version already stored
-    with other content, is the worker's to find.)"""
+@dataclass(frozen=True)
+class Preflight:
+    refusal: str | None = None  # why the worker will refuse the file, as it will say it
+    in_force_on: date | None = None  # an effective version dated after today: its date
+
+
+def preflight(data: bytes, name: str, *, today: date | None = None) -> Preflight:
+    """The file as the worker will see it: the parse and the header's checks, and an effective version dated
+    after today. (What depends on the database, such as a version already stored with other content, is the
+    worker's to find; the size limit is the caller's.)"""
     try:
-        parsed = parse_document(data, name, max_bytes=max_bytes)
+        header = parse_document(data, name, max_bytes=len(data) + 1).header
     except ParseError as exc:
-        return str(exc)
-    return not_in_force(parsed.header, today or datetime.now(UTC).date())
+        return Preflight(refusal=str(exc))
+    if not_in_force(header, today or datetime.now(UTC).date()):
+        return Preflight(in_force_on=header.effective_date)
+    return Preflight()
 
 
 def _remote_hashes(s3: Any, bucket: str) -> dict[str, str | None]:

@@ -126,8 +126,10 @@ def _login(owner: str, explicit: SecretStr | None, user: str, password: SecretSt
 def redact(conninfo: str) -> str:
     """host:port/dbname as user, never the password."""
     params = pg_conninfo.conninfo_to_dict(conninfo)
-    host = params.get("host") or "localhost"
+    host = str(params.get("host") or "localhost")
     port = params.get("port") or "5432"
+    if host.startswith("/"):  # a unix socket's directory: the URL form that names one
+        return f"postgresql://{params.get('user', '')}@/{params.get('dbname', '')}?host={host}"
     return f"postgresql://{params.get('user', '')}@{host}:{port}/{params.get('dbname', '')}"
 
 
