@@ -171,6 +171,13 @@ class QuoteVerification(BaseModel):
         description="When the quote is not in the cited section but is, word for word, in another section of the "
         "same version: that section's pinned citation (cite it instead).",
     )
+    found_in_version: str | None = Field(
+        None,
+        description="When the quote is in no section of the cited version but is, word for word, in another "
+        "version of the document you may read: the pinned citation of that version's section (with its status, "
+        "e.g. superseded), newest first. The quote is then that version's text, not the cited one's.",
+    )
+    found_in_version_status: str | None = Field(None, description="The status of found_in_version's version.")
     section_path: str | None = None
     injection_suspect: bool = False
     injection_rule: str | None = Field(None, description="When injection_suspect: the rule ids, comma-separated.")

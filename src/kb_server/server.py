@@ -539,7 +539,26 @@ def _register_tools(server: MCPServer) -> None:
         result = verification_of(document, cited.section, quote)
         if result is None:
             raise ToolError(_no_section(document, cited.section or ""))
+        if not result.found and result.found_in is None:
+            async with connection(ctx) as conn:
+                await _find_in_other_versions(conn, caller_role(ctx), document, quote, result)
         return result
+
+
+async def _find_in_other_versions(
+    conn: AsyncConnection, role: Role, document: StoredDocument, quote: str, result: QuoteVerification
+) -> None:
+    """Point to the version that says it, when another readable version holds the quote word for word: a sentence
+    of a superseded version checked against the current one came back 'not found' with nothing to say it had been
+    the document's text (found walking it)."""
+    for other in await readable_versions(conn, role, document.doc_code):
+        if other.version == document.version:
+            continue
+        stored = await fetch_document(conn, role, document.doc_code, other.version)
+        found = verification_of(stored, None, quote) if stored is not None else None
+        if stored is not None and found is not None and found.found and found.passage_citation:
+            result.found_in_version, result.found_in_version_status = found.passage_citation, other.status
+            return
 
 
 def _unknown_department(department: str) -> str:

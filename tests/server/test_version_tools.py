@@ -259,3 +259,27 @@ async def test_verify_quote_names_the_section_that_holds_a_quote_cited_to_anothe
     )  # fmt: skip
     assert wrong.structured_content["found"] is False and wrong.structured_content["found_in"] == V3_TRIGGER
     assert right.structured_content["found"] is True and right.structured_content["found_in"] is None
+
+
+async def test_verify_quote_names_the_superseded_version_that_says_a_quote_the_cited_one_does_not(
+    corpus_database, local_embedder
+):
+    # Found walking it: a sentence of PAY-SOP-004 v1.3 checked against v2.0 came back "not found" with nothing to
+    # say it had been the procedure's text until v2.0.
+    quote = (
+        "Kosha must submit its response to a card-network chargeback within 25 calendar days of the chargeback notice."
+    )
+    old = await call(
+        corpus_database, local_embedder, Role.ANALYST, "verify_quote",
+        citation="kb://payments/PAY-SOP-004@2.0", quote=quote,
+    )  # fmt: skip
+    content = old.structured_content
+    assert content["found"] is False and content["found_in"] is None
+    assert content["found_in_version"].startswith("kb://payments/PAY-SOP-004@1.3#")
+    assert content["found_in_version_status"] == "superseded"
+    # A quote no version holds points nowhere.
+    nowhere = await call(
+        corpus_database, local_embedder, Role.ANALYST, "verify_quote",
+        citation="kb://payments/PAY-SOP-004@2.0", quote=quote.replace("25", "45"),
+    )  # fmt: skip
+    assert nowhere.structured_content["found_in_version"] is None
