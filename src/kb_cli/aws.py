@@ -7,7 +7,7 @@ import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -21,6 +21,9 @@ from kb_core.embedders import Embedder
 from kb_core.file_limits import over_size_limit
 from kb_core.settings import Settings
 from kb_core.words import counted
+
+if TYPE_CHECKING:
+    from ingest.aws.upload import UploadReport
 
 aws_app = typer.Typer(no_args_is_help=True, help="The corpus bucket and the ingest queues.")
 
@@ -178,27 +181,32 @@ def upload_command(
         out.print(f"{counts[0]} uploaded, {counts[1]} unchanged, {counts[2]} deleted in {where}", highlight=False)
     if report.skipped:
         out.print(skipped_line(report.skipped), highlight=False, soft_wrap=True)
-    for key in report.empty:
-        err.print(f"[yellow]warning:[/] {key}: {EMPTY_FILE}; the worker dead-letters it", highlight=False)
-    for key, when in report.held_back.items():
-        err.print(
-            f"[yellow]held back:[/] {key}: an effective version dated {when.isoformat()}, after today; not uploaded "
-            "(the worker would refuse it until then): an upload on or after that date sends it",
-            highlight=False,
-            soft_wrap=True,
-        )
-    for key, reason in report.refused.items():
-        # Uploaded all the same (the worker records the failure, `kb aws status` shows it): said now, not in a
-        # minute from the dead-letter queue.
-        err.print(f"[yellow]warning:[/] {key}: the worker will refuse it: {reason}", highlight=False, soft_wrap=True)
-    for key, size in report.over_limit.items():
-        # Uploaded all the same: the worker's own KB_MAX_FILE_BYTES (the Lambda's may differ) decides.
-        err.print(
-            f"[yellow]warning:[/] {key}: {over_size_limit(size, settings.aws.max_file_bytes, 'it')}; a worker with "
-            "this limit dead-letters it",
-            highlight=False,
-            soft_wrap=True,
-        )
+    for label, key, said in upload_warnings(report, settings.aws.max_file_bytes):
+        err.print(f"[yellow]{label}:[/] {key}: {said}", highlight=False, soft_wrap=True)
+
+
+def upload_warnings(report: UploadReport, max_file_bytes: int) -> list[tuple[str, str, str]]:
+    """(label, key, what to say) for each file the upload says something of: all but the held-back ones were
+    uploaded all the same (the worker records why it refuses them, and `kb aws status` shows it): said now, not
+    a minute later from the dead-letter queue."""
+    return [
+        *[("warning", key, f"{EMPTY_FILE}; the worker dead-letters it") for key in report.empty],
+        *[
+            (
+                "held back",
+                key,
+                f"an effective version dated {when.isoformat()}, after today; not uploaded (the worker would refuse "
+                "it until then): an upload on or after that date sends it",
+            )
+            for key, when in report.held_back.items()
+        ],
+        *[("warning", key, f"the worker will refuse it: {reason}") for key, reason in report.refused.items()],
+        # the worker's own KB_MAX_FILE_BYTES (the Lambda's may differ) decides
+        *[
+            ("warning", key, f"{over_size_limit(size, max_file_bytes, 'it')}; a worker with this limit dead-letters it")
+            for key, size in report.over_limit.items()
+        ],
+    ]
 
 
 @aws_app.command("status")

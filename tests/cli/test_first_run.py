@@ -145,6 +145,10 @@ def test_a_misspelt_setting_is_named_on_stderr_before_the_command_runs(fresh_sta
 UNREACHABLE = "postgresql://kb_server:pw@127.0.0.1:9/kosha_kb"  # port 9 (discard): nothing listens
 
 
+def run_kb(state_dir: Path, *command: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([KB, *command], env=kb_env(state_dir, **env), capture_output=True, text=True, timeout=120)
+
+
 @pytest.mark.parametrize(
     ("command", "setting", "message"),
     [
@@ -161,13 +165,7 @@ UNREACHABLE = "postgresql://kb_server:pw@127.0.0.1:9/kosha_kb"  # port 9 (discar
 def test_a_process_given_only_its_own_login_uses_that_database_and_never_an_embedded_one(
     fresh_state_dir: Path, command: list[str], setting: str, message: str
 ) -> None:
-    done = subprocess.run(
-        [KB, *command],
-        env=kb_env(fresh_state_dir, **{setting: UNREACHABLE}),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_kb(fresh_state_dir, *command, **{setting: UNREACHABLE})
     assert done.returncode == 2 and done.stderr.startswith(message), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert not (fresh_state_dir / "pgdata").exists()
@@ -180,13 +178,7 @@ def test_the_production_server_given_only_kb_server_database_url_searches_that_d
 
     params = pg_conninfo.conninfo_to_dict(database.server)
     url = f"postgresql://{params['user']}@/{params['dbname']}?host={params['host']}"
-    done = subprocess.run(
-        [KB, "search", "wire transfer"],
-        env=kb_env(fresh_state_dir, KB_SERVER_DATABASE_URL=url),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_kb(fresh_state_dir, "search", "wire transfer", KB_SERVER_DATABASE_URL=url)
     assert done.returncode == 0, done.stderr
     # The database given (migrated, empty) answered; no embedded one was created under KB_STATE_DIR.
     assert not (fresh_state_dir / "pgdata").exists()
@@ -195,25 +187,13 @@ def test_the_production_server_given_only_kb_server_database_url_searches_that_d
 @pytest.mark.parametrize("command", [["db", "status"], ["db", "migrate"], ["rescan"]])
 def test_database_commands_on_an_unreachable_database_say_so_in_one_line(fresh_state_dir: Path, command) -> None:
     # Found walking it: these three printed a traceback ending in OperationalError.
-    done = subprocess.run(
-        [KB, *command],
-        env=kb_env(fresh_state_dir, DATABASE_URL=UNREACHABLE),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_kb(fresh_state_dir, *command, DATABASE_URL=UNREACHABLE)
     assert done.returncode == 2 and done.stderr.startswith("error: cannot use the database: "), done.stderr
     assert "check DATABASE_URL" in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
 def test_kb_db_stop_with_database_url_set_touches_no_embedded_database(fresh_state_dir: Path) -> None:
     # Found walking it: with DATABASE_URL set in one shell, --force stopped `make run`'s embedded database.
-    done = subprocess.run(
-        [KB, "db", "stop", "--force"],
-        env=kb_env(fresh_state_dir, DATABASE_URL=UNREACHABLE),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_kb(fresh_state_dir, "db", "stop", "--force", DATABASE_URL=UNREACHABLE)
     assert done.returncode == 2
     assert done.stderr.strip() == "DATABASE_URL is set: the embedded database is not used, there is nothing to stop"
