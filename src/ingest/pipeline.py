@@ -31,6 +31,7 @@ from ingest.parsers.sniff import check_content_matches
 from ingest.upsert import (
     PreparedChunk,
     VersionConflict,
+    adopt_bucket_object,
     check_version_claim,
     embedding_sha256,
     find_by_source_hash,
@@ -351,16 +352,18 @@ class Ingestor:
             assert parsed.known is not None
             uri, doc_code, version = parsed.known
             with self.conn.transaction():
+                adopted = adopt_bucket_object(self.conn, uri, parsed.source_uri, parsed.sha256)
                 log_event(
                     self.conn, parsed.source_uri, "unchanged", sha256=parsed.sha256, doc_code=doc_code, version=version
                 )
+            same = uri == parsed.source_uri
             return IngestResult(
                 parsed.source_uri,
                 "unchanged",
                 doc_code,
                 version,
                 seconds=time.perf_counter() - parsed.started,
-                reason=None if uri == parsed.source_uri else f"identical to {uri}",
+                reason=None if same else f"identical to {uri}" + ("; now followed from this object" if adopted else ""),
             )
         except (*FAILURES, _Failed) as exc:
             reason = str(exc) if isinstance(exc, _Failed) else _reason(exc)

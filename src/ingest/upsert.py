@@ -76,6 +76,21 @@ def find_by_source_hash(conn: psycopg.Connection, sha256: str) -> tuple[str, str
     return (row[0], row[1], row[2]) if row else None
 
 
+def adopt_bucket_object(conn: psycopg.Connection, stored_from: str, object_uri: str, sha256: str) -> bool:
+    """A version stored from a local file (`kb ingest`, file://) whose bytes now arrive from a bucket object is
+    followed from that object from now on, so deleting the object withdraws it. The bucket is where documents
+    live; a document brought back with `kb ingest` (after `kb withdraw`) stayed tied to the local path, and
+    deleting its object withdrew nothing (found walking it). True when it was re-pointed."""
+    if not (stored_from.startswith("file://") and object_uri.startswith("s3://")):
+        return False
+    cursor = conn.execute(
+        "UPDATE kb.documents SET source_uri = %s "
+        "WHERE source_uri = %s AND source_sha256 = %s AND status <> 'withdrawn'",
+        (object_uri, stored_from, sha256),
+    )
+    return cursor.rowcount > 0
+
+
 def reusable_embeddings(conn: psycopg.Connection, hashes: Sequence[str]) -> dict[str, np.ndarray]:
     if not hashes:
         return {}

@@ -231,6 +231,25 @@ def test_ingesting_the_identical_file_again_reinstates_a_withdrawn_version(inges
     assert withdrawn_rows(database.ingest) == [("CMP-SOP-901", "1.0", "effective", None, False, 2, True)]
 
 
+def test_a_version_brought_back_from_a_local_file_is_followed_from_its_bucket_object_once_that_arrives(
+    ingestor, database
+):
+    # Found walking it: `kb withdraw`, then `kb ingest` of its file, tied the document to the local path; its
+    # bucket object, unchanged, ingested as "identical to file://…", and deleting the object withdrew nothing.
+    ingest_text(ingestor, markdown_document(), "file:///corpus/CMP-SOP-901.md")
+    obj = "s3://kosha-kb-corpus/compliance/CMP-SOP-901.md"
+    same = ingest_text(ingestor, markdown_document(), obj)
+    assert same.outcome == "unchanged"
+    assert same.reason == "identical to file:///corpus/CMP-SOP-901.md; now followed from this object"
+    with psycopg.connect(database.ingest) as conn:
+        assert conn.execute("SELECT source_uri FROM kb.documents").fetchall() == [(obj,)]
+    assert ingestor.withdraw(obj).reason == "CMP-SOP-901 v1.0"  # deleting the object now withdraws it
+    # Two objects with the same bytes: the first stays the one followed (only a local file gives way).
+    ingest_text(ingestor, markdown_document(), obj)
+    other = ingest_text(ingestor, markdown_document(), "s3://kosha-kb-corpus/compliance/copy.md")
+    assert (other.outcome, other.reason) == ("unchanged", f"identical to {obj}")
+
+
 def test_a_withdrawn_version_cannot_come_back_with_other_content(ingestor, database):
     ingest_text(ingestor, markdown_document())
     ingestor.withdraw("file:///corpus/CMP-SOP-901.md")
