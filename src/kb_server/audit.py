@@ -261,7 +261,12 @@ def summarize_tool_result(result: Any) -> tuple[list[str], int, bool]:
     structured = result.structured_content
     if not isinstance(structured, Mapping):
         return [], 1, False
-    return citations_in(structured), result_count_of(structured), bool(structured.get("degraded", False))
+    count = result_count_of(structured)
+    if isinstance(structured.get("found"), bool):
+        # verify_quote: what an auditor asks of the trail is whether the quote was found (1) or not (0); every
+        # answer counted 1 (found walking it).
+        count = int(structured["found"])
+    return citations_in(structured), count, bool(structured.get("degraded", False))
 
 
 def summarize_resource(contents: Any) -> tuple[list[str], int, bool]:

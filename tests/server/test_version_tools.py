@@ -189,12 +189,18 @@ async def test_each_new_tool_call_is_audited_with_the_pinned_citations_it_return
     verified = await call(
         corpus_database, local_embedder, Role.COMPLIANCE_OFFICER, "verify_quote", citation=V2_TRIGGER, quote="$10,000"
     )
+    missed = await call(
+        corpus_database, local_embedder, Role.COMPLIANCE_OFFICER, "verify_quote", citation=V2_TRIGGER, quote="$99,999"
+    )
     with psycopg.connect(corpus_database.targets.owner, row_factory=dict_row) as conn:
         rows = conn.execute(
             "SELECT * FROM kb.audit_log WHERE role = 'compliance_officer' AND operation IN "
-            "('compare_versions', 'verify_quote') ORDER BY audit_id DESC LIMIT 2"
+            "('compare_versions', 'verify_quote') ORDER BY audit_id DESC LIMIT 3"
         ).fetchall()
-    verify_row, compare_row = rows
+    missed_row, verify_row, compare_row = rows
+    # The trail says whether each quote was found (found walking it: every verify_quote counted 1).
+    assert missed.structured_content["found"] is False
+    assert (verify_row["result_count"], missed_row["result_count"]) == (1, 0)
     content = compared.structured_content
     assert compare_row["citations"][:2] == [content["from_citation"], content["to_citation"]]
     assert V2_TRIGGER in compare_row["citations"] and V3_TRIGGER in compare_row["citations"]
