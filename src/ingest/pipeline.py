@@ -47,6 +47,7 @@ from kb_core.settings import AwsSettings
 from kb_core.token_count import EMBEDDING_INPUT_LIMIT
 
 FAILURES = (ParseError, EmbeddingError, VersionConflict, psycopg.Error)
+NOTHING_STORED = "nothing was stored from it"  # a withdrawal's reason when its object held no stored version
 
 
 @dataclass(frozen=True)
@@ -397,7 +398,7 @@ class Ingestor:
         self._ensure_connected()
         with self.conn.transaction():
             removed = withdraw(self.conn, source_uri, retention_days=self.withdrawn_retention_days)
-        versions = ", ".join(f"{code} v{version}" for code, version in removed) or "nothing was stored from it"
+        versions = ", ".join(f"{code} v{version}" for code, version in removed) or NOTHING_STORED
         return IngestResult(source_uri, "withdrawn", reason=versions)
 
     def log_deferred(self, source_uri: str, reason: str) -> None:

@@ -16,7 +16,8 @@ from rich.console import Console
 
 from kb_core.settings import ConfigError, Settings, load_settings, misspelt_variables
 
-console = Console()
+# Lines are not wrapped at 80 columns where there is no terminal (make run > log): a path or an ARN broke in two.
+console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console
 
-from ingest.pipeline import IngestResult
+from ingest.pipeline import NOTHING_STORED, IngestResult
 from kb_cli.common import console, friendly_errors, settings_or_exit
 from kb_cli.logs import plain_logging
 from kb_core.embedders import Embedder, make_embedder
@@ -137,11 +137,7 @@ def _run_stack(
                 bar[0](result)
             elif settled.is_set() and result.outcome != "failed":  # a failure is the worker's WARNING line already
                 # Files uploaded while it serves: found walking it, the log showed only the failures.
-                what = f"{result.doc_code} v{result.version}" if result.doc_code else ""
-                why = f" ({result.reason})" if result.reason else ""
-                console.print(
-                    f"{result.outcome} {result.source_uri} {what}{why}".rstrip(), highlight=False, soft_wrap=True
-                )
+                console.print(served_line(result), highlight=False, soft_wrap=True)
             results[result.source_uri] = result
 
     # One model for the worker and the server: a second copy would cost the process another ~150 MB.
@@ -167,6 +163,15 @@ def _run_stack(
         return 0
     finally:
         _stop_worker(console, worker)
+
+
+def served_line(result: IngestResult) -> str:
+    """What the log says of a file the worker took while the stack serves: 'ingested s3://…: CMP-SOP-004 v3.1'."""
+    if result.outcome == "withdrawn" and result.reason == NOTHING_STORED:
+        return f"deleted {result.source_uri}: {NOTHING_STORED}"
+    what = f"{result.doc_code} v{result.version}" if result.doc_code else result.reason or ""
+    why = f" ({result.reason})" if result.doc_code and result.reason else ""
+    return f"{result.outcome} {result.source_uri}: {what}{why}"
 
 
 def _stop_worker(console: Console, worker: SqsWorker) -> None:
