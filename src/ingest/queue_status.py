@@ -196,13 +196,13 @@ def queue_status(
         if not uri:
             status.dead.append(DeadMessage(None, receives, None))
             continue
-        detail, at = errors.get(uri, (None, None))
-        earlier = detail is not None and at is not None and sent_at is not None and at < sent_at - CLOCK_SLACK
+        detail, failed_at = errors.get(uri, (None, None))
+        earlier = _before(failed_at, sent_at)
         # Fixed since only by an ingestion after this message was sent: one before it says nothing of this
         # upload (found walking it: the version stored before an outage was called the fix of the upload that
         # failed in it, unrecorded).
         fixed, fixed_at = ingested.get(uri, (None, None))
-        if fixed_at is not None and sent_at is not None and fixed_at < sent_at - CLOCK_SLACK:
+        if _before(fixed_at, sent_at):
             fixed = None
         status.dead.append(
             DeadMessage(
@@ -215,6 +215,11 @@ def queue_status(
             )
         )
     return status
+
+
+def _before(recorded: datetime | None, sent_at: datetime | None) -> bool:
+    """Whether an ingest_log event was recorded before a dead message was sent: an earlier upload's."""
+    return recorded is not None and sent_at is not None and recorded < sent_at - CLOCK_SLACK
 
 
 def _gone(s3: Any, uri: str) -> bool:

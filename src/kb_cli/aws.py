@@ -222,9 +222,7 @@ def status_command(
 
     settings = _settings()
     conninfo = None
-    database = settings.database
-    embedded = database.url is None and database.server_url is None and database.ingest_url is None
-    if embedded and not EmbeddedPostgres(database.state_dir).is_running():
+    if settings.database.embedded and not EmbeddedPostgres(settings.database.state_dir).is_running():
         # Found walking it: this started the stopped database and reported all well, without a word.
         err.print(
             "[yellow]database:[/] the embedded database is not running (`kb db start`, or `make run`, starts it; "

@@ -40,7 +40,7 @@ def db_status() -> None:
     from kb_core.departments import DOC_STATUSES
 
     settings = settings_or_exit()
-    started_here = settings.database.url is None and not EmbeddedPostgres(settings.database.state_dir).is_running()
+    started_here = settings.database.embedded and not EmbeddedPostgres(settings.database.state_dir).is_running()
     status = database_status(resolve_database(settings.database))
     table = _Rows()
     # Found walking it: after `kb db stop`, this started the database and showed it healthy, without a word.

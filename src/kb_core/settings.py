@@ -79,6 +79,11 @@ class DatabaseSettings(BaseSettings):
     )
     statement_timeout_ms: int = Field(10_000, ge=100, le=600_000, validation_alias="KB_DB_STATEMENT_TIMEOUT_MS")
 
+    @property
+    def embedded(self) -> bool:
+        """The embedded PostgreSQL under KB_STATE_DIR is the database: no URL names another one."""
+        return self.url is None and self.server_url is None and self.ingest_url is None
+
     @field_validator("url", "server_url", "ingest_url", "audit_write_url")
     @classmethod
     def _postgres_scheme(cls, value: SecretStr | None) -> SecretStr | None:

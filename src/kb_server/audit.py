@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
@@ -35,6 +34,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from kb_core.roles import Role
 from kb_server.citations import CitationError, parse_citation
 from kb_server.db.pools import ReaderPools
+from kb_server.identifiers import document_codes_in
 
 logger = logging.getLogger(__name__)
 
@@ -207,9 +207,6 @@ def result_count_of(structured: Mapping[str, Any]) -> int:
     return sum(len(v) for v in lists) if lists else 1
 
 
-_NAMED_CODE = re.compile(r"^kb://[^/]{1,40}/([A-Za-z]{3}-[A-Za-z]{3}-[0-9]{3,6})\b")
-
-
 def doc_codes_of(arguments: Mapping[str, Any], citations: Iterable[str]) -> list[str]:
     """The doc codes a record is about: those named in its arguments and those it cited (for `kb audit
     --doc`)."""
@@ -225,9 +222,8 @@ def doc_codes_of(arguments: Mapping[str, Any], citations: Iterable[str]) -> list
         except CitationError:
             # A malformed citation still names the document it was about (kb://…/CMP-SOP-004@3.1# with no
             # section): `kb audit --doc` finds the request all the same.
-            named = _NAMED_CODE.search(text[:300])
-            if named:
-                codes.setdefault(named[1].upper())
+            if text.startswith("kb://"):
+                codes.update(dict.fromkeys(document_codes_in(text[:300].upper())[:1]))
     return list(codes)
 
 

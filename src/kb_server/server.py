@@ -556,7 +556,7 @@ async def _find_in_other_versions(
             continue
         stored = await fetch_document(conn, role, document.doc_code, other.version)
         found = verification_of(stored, None, quote) if stored is not None else None
-        if stored is not None and found is not None and found.found and found.passage_citation:
+        if found is not None and found.found and found.passage_citation:
             result.found_in_version, result.found_in_version_status = found.passage_citation, other.status
             return
 

@@ -80,7 +80,7 @@ class DatabaseTargets:
 def resolve_database(settings: DatabaseSettings, *, keep_running: bool = False) -> DatabaseTargets:
     """Return the conninfo of each login; start the embedded server first when DATABASE_URL is unset."""
     connect_args = {"connect_timeout": str(max(1, round(settings.connect_timeout_s)))}
-    if settings.url is None and (settings.server_url is not None or settings.ingest_url is not None):
+    if settings.url is None and not settings.embedded:
         # A process given only its own login (the production server, a worker): that database, never an
         # embedded one under KB_STATE_DIR (it used to start one, empty, and serve it without a word).
         server = _explicit(settings.server_url, connect_args)
@@ -91,7 +91,7 @@ def resolve_database(settings: DatabaseSettings, *, keep_running: bool = False) 
             if conninfo is not None
         ]
         return DatabaseTargets(None, server, ingest, " and ".join(named))
-    if settings.url is None:
+    if settings.url is None:  # and so embedded (the branch above took the other logins)
         from kb_core.db.embedded import EmbeddedPostgres  # only then: the bundled server is ~70 MB
 
         embedded = EmbeddedPostgres(settings.state_dir)
