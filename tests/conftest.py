@@ -71,6 +71,9 @@ def postgres_superuser(test_state_dir: Path) -> Iterator[str]:
         return
     server = EmbeddedPostgres(test_state_dir)
     yield server.start()
+    # Stopped here, before test_state_dir's teardown removes its data directory: left to the exit hook, the
+    # stop found no data directory and the server outlived `make test`, one per test process.
+    server.stop()
 
 
 def targets_for(superuser: str, dbname: str) -> DatabaseTargets:
