@@ -98,6 +98,8 @@ def check_quote(quote: str, sections: Sequence[str]) -> QuoteMatch | None:
         if rows and len(found_rows) == len(rows):
             passage = "\n".join(_original(content, text, start, end) for start, end in found_rows)
             return QuoteMatch(True, 1.0, number, passage)
+        if (rendered := _in_rendered_tables(quote, content)) is not None:
+            return QuoteMatch(True, 1.0, number, rendered)
         closest = _closest_passage(wanted, text.text)
         if closest is None:
             continue
@@ -116,6 +118,42 @@ def _table_rows(quote: str) -> list[str]:
     if len(lines) < 2 or not all(line.startswith("|") and line.endswith("|") for line in lines):
         return []
     return [normalize(line).text for line in lines if not re.fullmatch(r"[|:\-\s]+", line)]
+
+
+def _in_rendered_tables(quote: str, content: str) -> str | None:
+    """The stored rows a quote copied from a table as a client shows it holds: cells apart by spaces or tabs,
+    no pipes and no |---| line (a chat client renders search's Markdown table). Either the quote runs on within
+    the section with its tables' pipes read as spaces, or each line of it is one whole row of them (a header
+    row and a row further down, as a row group is served). None when neither, or the section has no table."""
+    cells = _cells_view(content)
+    if cells == content:
+        return None
+    view = normalize(cells)
+    wanted = normalized_quote(quote.replace("|", " "))
+    if wanted and (at := view.text.find(wanted)) >= 0:
+        return _original(content, view, at, at + len(wanted))
+    lines = [normalize(line.replace("|", " ")).text for line in quote.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return None
+    rows = {
+        normalize(row).text: original
+        for row, original in zip(cells.splitlines(), content.splitlines(), strict=True)
+        if original.lstrip().startswith("|") and row.strip()
+    }
+    if all(line in rows for line in lines):
+        return "\n".join(rows[line].strip() for line in lines)
+    return None
+
+
+def _cells_view(content: str) -> str:
+    """`content` with its tables' pipes as spaces and their |---| lines blank, character for character (so a
+    position in it is the same position in `content`)."""
+    lines = []
+    for line in content.split("\n"):
+        if line.lstrip().startswith("|"):
+            line = " " * len(line) if re.fullmatch(r"[|:\-\s]+", line) else line.replace("\\|", " |").replace("|", " ")
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _closest_passage(wanted: str, text: str) -> tuple[float, int, int] | None:

@@ -77,3 +77,40 @@ def test_lines_of_prose_are_not_looked_for_apart():
     section = "Staff must share files through the portal.\nThe portal logs every download.\nNever share passwords."
     match = check_quote("Staff must share files through the portal.\nNever share passwords.", [section])
     assert match is not None and not match.found
+
+
+def test_a_row_copied_from_a_rendered_table_is_found_without_its_pipes():
+    # Found walking it: a client shows search's Markdown table rendered, and a row copied from it (cells apart
+    # by tabs or spaces, no pipes) was "not found" in the very section that holds it.
+    for quote in ("Sanctions screening records\t5 years\tDate of the screening", "BSA/AML records 5 years"):
+        match = check_quote(quote, [TABLE])
+        assert match is not None and match.found and match.score == 1.0, quote
+    match = check_quote("Sanctions screening records\t5 years\tDate of the screening", [TABLE])
+    assert match is not None and match.passage == "Sanctions screening records | 5 years | Date of the screening"
+
+
+def test_a_rendered_header_row_and_a_row_further_down_are_found_row_by_row():
+    quote = (
+        "Record category\tRetention period\tTrigger event\n"
+        "Card dispute and chargeback records\t18 months\tResolution of the dispute"
+    )
+    match = check_quote(quote, [TABLE])
+    assert match is not None and match.found
+    assert match.passage.splitlines() == [
+        "| Record category | Retention period | Trigger event |",
+        "| Card dispute and chargeback records | 18 months | Resolution of the dispute |",
+    ]
+
+
+def test_a_rendered_row_with_an_altered_cell_is_not_found():
+    for quote in (
+        "Sanctions screening records\t7 years\tDate of the screening",
+        "Record category\tRetention period\tTrigger event\nCard dispute and chargeback records\t6 months\tx",
+    ):
+        match = check_quote(quote, [TABLE])
+        assert match is not None and not match.found, quote
+
+
+def test_pipes_are_read_as_cell_breaks_only_in_a_table():
+    match = check_quote("share files through the portal", ["Staff must share files | through the portal."])
+    assert match is not None and not match.found

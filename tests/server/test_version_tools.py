@@ -110,6 +110,17 @@ async def test_verify_quote_ignores_case_dashes_and_markdown_emphasis(corpus_dat
     assert result.structured_content["found"] is True
 
 
+async def test_verify_quote_finds_a_row_copied_from_the_table_as_a_client_renders_it(corpus_database, local_embedder):
+    # A chat client shows search's Markdown table rendered; a row copied from there has tabs, not pipes.
+    result = await call(
+        corpus_database, local_embedder, Role.ANALYST, "verify_quote",
+        citation="kb://legal/LEG-POL-002#4.1", quote="E-mail\tAll workforce mailboxes\t7 years\tDate sent or received",
+    )  # fmt: skip
+    content = result.structured_content
+    assert content["found"] is True and content["score"] == 1.0
+    assert content["passage"] == "E-mail | All workforce mailboxes | 7 years | Date sent or received"
+
+
 async def test_verify_quote_rejects_an_altered_number_and_shows_the_real_passage(corpus_database, local_embedder):
     result = await call(
         corpus_database, local_embedder, Role.ANALYST, "verify_quote",
