@@ -59,6 +59,9 @@ def build_worker(
     from kb_core.process_memory import limit_malloc_arenas
 
     limit_malloc_arenas()  # before the parse and model threads start
+    # The queues first: a local AWS not bootstrapped yet is refused in a second, before a database is created and
+    # migrated and the model loaded for a worker that cannot run.
+    sqs, url, arn, _, _ = _queues(settings)
     targets = prepare_database(settings, login="ingest")
     ingestor = Ingestor.from_settings(
         targets.ingest, embedder or make_embedder(settings.embedding, bulk=True), settings.aws
@@ -66,7 +69,6 @@ def build_worker(
     processor = RecordProcessor(
         ingestor, client("s3", settings.aws), max_bytes=settings.aws.max_file_bytes, on_result=on_result
     )
-    sqs, url, arn, _, _ = _queues(settings)
     return SqsWorker(
         sqs,
         url,

@@ -153,6 +153,28 @@ def test_the_explain_x_ray_shows_whole_citations_in_an_80_column_terminal(held_d
     assert any("kb://risk/RSK-REF-006@2.0#" in row for row in rows)
 
 
+def test_a_worker_on_a_local_aws_not_bootstrapped_is_refused_before_it_creates_a_database(
+    fresh_state_dir: Path,
+) -> None:
+    # Found walking it: `kb worker` created and migrated an embedded database, and loaded the model, before it
+    # found the queue missing.
+    local = subprocess.Popen(
+        [KB, "aws", "local", "--port", str(free_port())],
+        env=kb_env(fresh_state_dir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert wait_until(lambda: (fresh_state_dir / "local-aws.json").exists(), timeout=60)
+        done = kb(fresh_state_dir, "worker", timeout=60)
+        assert done.returncode == 2 and "create the bucket and queues with `kb aws bootstrap`" in done.stderr
+        assert "Traceback" not in done.stderr
+        assert not (fresh_state_dir / "pgdata").exists()
+    finally:
+        stop(local)
+
+
 def test_ops_commands_without_a_local_stack_or_real_aws_selected_say_how_to_get_one(fresh_state_dir: Path) -> None:
     done = kb(fresh_state_dir, "aws", "status", timeout=60)
     assert done.returncode == 2
