@@ -51,7 +51,7 @@ class SearchResult(BaseModel):
         None,
         description="Why nothing was found (the knowledge base is empty to you, or nothing was in force on as_of), "
         "or why what was found may not answer: no chunk returned holds a word of the query (the nearest in meaning "
-        "only), or a document code the query names is none you may read.",
+        "only), or a document code the query names is none you may read (the chunks only mention it).",
     )
 
 
@@ -61,6 +61,15 @@ NEAREST_IN_MEANING_ONLY = (
     "no chunk returned contains a word of the query: they are only the nearest in meaning and may not answer it; "
     "check the spelling, or ask with the documents' own terms"
 )
+
+
+def only_mentioned(codes: list[str]) -> str:
+    # The same words for a code withdrawn, above the caller's ceiling or never stored: none of them is readable.
+    named = ", ".join(codes)
+    return (
+        f"no document you may read is {named} today: the chunks returned are of other documents that mention it; "
+        "list_documents shows the codes you may read"
+    )
 
 
 def no_such_document(codes: list[str]) -> str:

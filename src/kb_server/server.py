@@ -68,6 +68,7 @@ from kb_server.models import (
     Section,
     VersionComparison,
     no_such_document,
+    only_mentioned,
 )
 from kb_server.quotes import normalized_quote
 from kb_server.readiness import ReadinessProbe, attach_probe
@@ -316,8 +317,11 @@ def _size(model: Any) -> int:
     return len(model.model_dump_json().encode())
 
 
-def capped_result(query: str, hits: list[Hit], *, degraded_reason: str | None) -> SearchResult:
-    """At most MAX_CHUNKS chunks and MAX_RESULT_BYTES of JSON, whatever top_k asked."""
+def capped_result(
+    query: str, hits: list[Hit], *, degraded_reason: str | None, current_everywhere: bool = True
+) -> SearchResult:
+    """At most MAX_CHUNKS chunks and MAX_RESULT_BYTES of JSON, whatever top_k asked. `current_everywhere`: the
+    search read today's versions of every department (no as_of, no department filter)."""
     result = SearchResult(
         query=query,
         documents=[],
@@ -332,6 +336,10 @@ def capped_result(query: str, hits: list[Hit], *, degraded_reason: str | None) -
     codes = document_codes_in(query)
     if hits and codes and all(hit.score < DEFAULT_FUSION.identifier_bonus for hit in hits[:MAX_CHUNKS]):
         result.hint = no_such_document(codes)
+    elif hits and codes and current_everywhere and not any(hit.doc_code in codes for hit in hits[:MAX_CHUNKS]):
+        # Chunks of other documents that cite the code: found walking it, a withdrawn document's code brought
+        # back the documents quoting it, with nothing to say that the document itself is not there to read.
+        result.hint = only_mentioned(codes)
     for hit in hits[:MAX_CHUNKS]:
         chunk = RetrievedChunk(
             doc_code=hit.doc_code,
@@ -405,7 +413,12 @@ def _register_tools(server: MCPServer) -> None:
                 ef_search=kb.settings.server.ef_search,
                 as_of=as_of,
             )
-        capped = capped_result(text, hits[: min(top_k, MAX_CHUNKS)], degraded_reason=degraded)
+        capped = capped_result(
+            text,
+            hits[: min(top_k, MAX_CHUNKS)],
+            degraded_reason=degraded,
+            current_everywhere=as_of is None and wanted is None,
+        )
         capped.truncated = capped.truncated or (top_k > MAX_CHUNKS and len(hits) > MAX_CHUNKS)
         if not hits:
             async with connection(ctx) as conn:

@@ -13,7 +13,7 @@ from tests.server.conftest import client_as
 
 from kb_core.embedders.base import EmbeddingError
 from kb_core.roles import Classification, Role
-from kb_server.models import NEAREST_IN_MEANING_ONLY, NOTICE, no_such_document
+from kb_server.models import NEAREST_IN_MEANING_ONLY, NOTICE, no_such_document, only_mentioned
 
 pytestmark = pytest.mark.anyio
 CLASSIFICATION = {
@@ -131,6 +131,21 @@ async def test_a_document_code_the_caller_may_not_read_gets_a_hint_whether_it_ex
     assert missing["documents"] and missing["hint"] == no_such_document(["CMP-SOP-999"])
     assert above["documents"] and above["hint"] == no_such_document(["FIN-REF-007"])
     assert readable["documents"][0]["doc_code"] == "CMP-SOP-004" and readable["hint"] is None
+
+
+async def test_a_code_only_other_documents_mention_gets_a_hint_that_its_own_document_is_not_readable(
+    corpus_database, local_embedder
+):
+    # Found walking it: a withdrawn document's code brought back the documents that quote it, and nothing said
+    # the document itself was not there. CMP-SOP-006 is restricted; ten chunks an analyst may read cite it.
+    async with client_as(corpus_database, Role.ANALYST, local_embedder) as client:
+        analyst = (await call(client, "search_knowledge_base", query="CMP-SOP-006 procedure")).structured_content
+    async with client_as(corpus_database, Role.COMPLIANCE_OFFICER, local_embedder) as client:
+        officer = (await call(client, "search_knowledge_base", query="CMP-SOP-006 procedure")).structured_content
+    assert any("CMP-SOP-006" in d["content"] for d in analyst["documents"])
+    assert all(d["doc_code"] != "CMP-SOP-006" for d in analyst["documents"])
+    assert analyst["hint"] == only_mentioned(["CMP-SOP-006"])
+    assert officer["documents"][0]["doc_code"] == "CMP-SOP-006" and officer["hint"] is None
 
 
 async def test_a_small_department_filter_still_returns_top_k_rows(corpus_database, local_embedder):
