@@ -15,7 +15,8 @@ SCHEME = "kb://"
 _CITATION = re.compile(
     # The department in any case, so that a wrong case is refused by name ("unknown department 'Compliance'"),
     # as a resource read refuses it, rather than as no citation at all.
-    r"^kb://(?P<department>[A-Za-z][A-Za-z0-9-]{0,39})/(?P<doc_code>[A-Za-z0-9-]{1,40})"
+    # The scheme in any case too (RFC 3986: schemes are case-insensitive).
+    r"^(?i:kb)://(?P<department>[A-Za-z][A-Za-z0-9-]{0,39})/(?P<doc_code>[A-Za-z0-9-]{1,40})"
     r"(?:@(?P<version>[0-9A-Za-z.+-]{1,20}))?(?:#(?P<section>[^\s#]{1,200}))?$"
 )
 

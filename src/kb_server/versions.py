@@ -4,8 +4,9 @@
 - As of a date: per doc code, the latest version (by effective date, then version number) whose effective date
   is on or before that date, drafts aside; none when that version had been withdrawn by then (a version
   withdrawn after the date was still in force on it).
-- Neither: the effective version, or else the newest version that is not withdrawn (a doc code with drafts
-  only); a withdrawn version is never served this way.
+- Neither: the effective version; none for a doc code with no effective version (drafts only, or withdrawn),
+  whose versions the caller then has to name. A draft served as "the current version" under an unpinned
+  citation was quoted as policy in force (found walking it; the README and the tools say "the effective one").
 
 Everything runs under the caller's role, so the ceiling applies to every version. The SQL fragments here are
 also used inside larger statements (search, get_document, list_documents) to keep each read one round trip.
@@ -50,7 +51,7 @@ SELECT doc_id FROM kb.documents
 WHERE doc_code = %(doc_code)s
   AND CASE WHEN %(version)s::text IS NOT NULL THEN version = %(version)s
            WHEN %(as_of)s::date IS NOT NULL THEN doc_id IN (SELECT doc_id FROM ({in_force_on(doc_code=True)}) in_force)
-           ELSE status <> 'withdrawn' END
+           ELSE status = 'effective' END
 ORDER BY status = 'effective' DESC, effective_date DESC, version_key DESC
 LIMIT 1"""
 

@@ -36,3 +36,9 @@ def test_a_department_keeps_its_case_so_the_server_can_refuse_it_by_name() -> No
     # kb://Compliance/... is refused as an unknown department by the tools and the resources alike (one
     # sentence on both paths); the parser used to refuse it as no citation at all, and only in verify_quote.
     assert parse_citation("kb://Compliance/CMP-SOP-004").department == "Compliance"
+
+
+def test_the_scheme_is_read_in_any_case_and_the_doc_code_upper_cased() -> None:
+    # Found walking it: KB://Compliance/cmp-sop-004@3.1#4.2 was "not a kb:// citation" in verify_quote, where
+    # get_document takes cmp-sop-004 and the department's case is refused by name. Schemes are case-insensitive.
+    assert parse_citation("KB://Compliance/cmp-sop-004@3.1#4.2") == Citation("Compliance", "CMP-SOP-004", "3.1", "4.2")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import psycopg
 import pytest
+from mcp.shared.exceptions import MCPError
 from psycopg.rows import dict_row
 from tests.server.conftest import client_as
 from tests.support.documents import markdown_document
@@ -108,6 +109,31 @@ async def test_verify_quote_ignores_case_dashes_and_markdown_emphasis(corpus_dat
         citation=V3_TRIGGER, quote="ACTIVITY TRIGGER: $7,500 or more in cash\u2013equivalent activity",
     )  # fmt: skip
     assert result.structured_content["found"] is True
+
+
+async def test_a_document_with_only_a_draft_is_not_served_as_the_effective_version(corpus_database, local_embedder):
+    # Found walking it: LEG-GDE-009 has only a draft (1.0), and get_document, the unpinned resource and
+    # verify_quote all served it as "the effective version" (verify_quote: found), where search leaves it out.
+    async with client_as(corpus_database, Role.ANALYST, local_embedder) as client:
+        document = await client.call_tool("get_document", {"doc_code": "LEG-GDE-009"})
+        quote = await client.call_tool(
+            "verify_quote", {"citation": "kb://legal/LEG-GDE-009", "quote": "open-source software"}
+        )
+        with pytest.raises(MCPError) as unpinned:
+            await client.read_resource("kb://legal/LEG-GDE-009")
+        pinned = await client.call_tool("get_document", {"doc_code": "LEG-GDE-009", "version": "1.0"})
+        pinned_quote = await client.call_tool(
+            "verify_quote", {"citation": "kb://legal/LEG-GDE-009@1.0", "quote": "open-source software"}
+        )
+    said = "LEG-GDE-009 has no effective version; its versions you may read: 1.0 (draft"
+    assert document.is_error and document.content[0].text.startswith(said)
+    assert quote.is_error and said in quote.content[0].text
+    assert said in str(unpinned.value)
+    # Named by its version, the draft is there to read, and says it is a draft.
+    assert not pinned.is_error and pinned.structured_content["status"] == "draft"
+    assert not pinned_quote.is_error and pinned_quote.structured_content["passage_citation"].startswith(
+        "kb://legal/LEG-GDE-009@1.0"
+    )
 
 
 async def test_verify_quote_finds_a_row_copied_from_the_table_as_a_client_renders_it(corpus_database, local_embedder):
