@@ -87,7 +87,7 @@ class StoredDocument(ListedDocument):
 async def fetch_document(
     conn: AsyncConnection, role: Role, doc_code: str, version: str | None = None, *, as_of: date | None = None
 ) -> StoredDocument | None:
-    """The version `version` names, or the one in force on `as_of`, or the current one."""
+    """The version `version` names, or the one in force on `as_of`, or the effective one."""
     params = version_params(doc_code, version=version, as_of=as_of)
     async with reader_transaction(conn, role) as tx:
         document = await tx.execute(_DOCUMENT, params)

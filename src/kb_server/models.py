@@ -169,7 +169,7 @@ class QuoteVerification(BaseModel):
         "quote and the share of the quote's words it holds (0-1)."
     )
     citation: str = Field(
-        description="The pinned citation that was checked (an unpinned one names the current version)."
+        description="The pinned citation that was checked (an unpinned one names the effective version)."
     )
     doc_code: str
     version: str
