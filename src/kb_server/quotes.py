@@ -91,10 +91,10 @@ def check_quote(quote: str, sections: Sequence[str]) -> QuoteMatch | None:
         text = normalize(content)
         if not text.text:
             continue
-        at = text.text.find(wanted)
+        at = find_whole(text.text, wanted)
         if at >= 0:
             return QuoteMatch(True, 1.0, number, _original(content, text, at, at + len(wanted)))
-        found_rows = [(i, i + len(row)) for row in rows if (i := text.text.find(row)) >= 0]
+        found_rows = [(i, i + len(row)) for row in rows if (i := find_whole(text.text, row)) >= 0]
         if rows and len(found_rows) == len(rows):
             passage = "\n".join(_original(content, text, start, end) for start, end in found_rows)
             return QuoteMatch(True, 1.0, number, passage)
@@ -120,6 +120,31 @@ def _table_rows(quote: str) -> list[str]:
     return [normalize(line).text for line in lines if not re.fullmatch(r"[|:\-\s]+", line)]
 
 
+def find_whole(text: str, wanted: str) -> int:
+    """Where `wanted` first stands in `text` as whole words and whole numbers, or -1. Found walking it: "500 or
+    more in cash-equivalent activity" was found in "$7,500 or more …", and "0 business days" in "10 business
+    days": a quote that drops the start of a number is not the text."""
+    at = text.find(wanted)
+    while at >= 0:
+        if wanted and not _cuts(text, at, wanted[0], -1) and not _cuts(text, at + len(wanted) - 1, wanted[-1], 1):
+            return at
+        at = text.find(wanted, at + 1)
+    return -1
+
+
+def _cuts(text: str, edge: int, ch: str, step: int) -> bool:
+    """Whether the quote's first (step -1) or last (step 1) character, at `edge`, continues a word or number."""
+    beside = edge + step
+    if not ch.isalnum() or not 0 <= beside < len(text):
+        return False
+    nxt = text[beside]
+    if nxt.isalnum():
+        return True
+    # 7,500 and 3.5: a separator between digits is inside the number
+    further = beside + step
+    return ch.isdigit() and nxt in ".," and 0 <= further < len(text) and text[further].isdigit()
+
+
 def _in_rendered_tables(quote: str, content: str) -> str | None:
     """The stored rows a quote copied from a table as a client shows it holds: cells apart by spaces or tabs,
     no pipes and no |---| line (a chat client renders search's Markdown table). Either the quote runs on within
@@ -130,7 +155,7 @@ def _in_rendered_tables(quote: str, content: str) -> str | None:
         return None
     view = normalize(cells)
     wanted = normalized_quote(quote.replace("|", " "))
-    if wanted and (at := view.text.find(wanted)) >= 0:
+    if wanted and (at := find_whole(view.text, wanted)) >= 0:
         return _original(content, view, at, at + len(wanted))
     lines = [normalize(line.replace("|", " ")).text for line in quote.splitlines() if line.strip()]
     if len(lines) < 2:

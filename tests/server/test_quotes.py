@@ -114,3 +114,22 @@ def test_a_rendered_row_with_an_altered_cell_is_not_found():
 def test_pipes_are_read_as_cell_breaks_only_in_a_table():
     match = check_quote("share files through the portal", ["Staff must share files | through the portal."])
     assert match is not None and not match.found
+
+
+def test_a_quote_that_drops_the_start_or_end_of_a_number_or_word_is_not_found():
+    # Found walking it as a compliance officer: "500 or more in cash-equivalent activity" was found in "$7,500 or
+    # more …", and "0 business days" in "10 business days": certified verbatim, though not the text.
+    section = SECTION + " Report within 10 business days. Rates rise by 3.5% a year."
+    for quote in (
+        "500 or more in cash-equivalent activity",
+        "0 business days",
+        "$7,5",
+        "rated high ris",
+        "nhanced due diligence",
+        "rise by 3",
+    ):
+        match = check_quote(quote, [section])
+        assert match is not None and not match.found, quote
+    for quote in ("$7,500 or more in cash-equivalent activity", "10 business days", "a", "3.5% a year", "high risk"):
+        match = check_quote(quote, [section])
+        assert match is not None and match.found, quote
