@@ -176,15 +176,22 @@ class HasAuditWriter(Protocol):
 # -- what an answer cited --------------------------------------------------------------------------------
 
 
+# verify_quote's pointers to where a quote is when not where it was cited (found walking it: the audit record of
+# an answer that sent the caller to a superseded version's text did not name that version).
+OTHER_CITATION_FIELDS = frozenset({"found_in", "found_in_version"})
+
+
 def citations_in(value: Any) -> list[str]:
-    """Every citation in a structured answer (fields named `citation`, `*_citation` or `citations`),
-    in order, each once."""
+    """Every citation in a structured answer (fields named `citation`, `*_citation`, `citations`, or one of
+    OTHER_CITATION_FIELDS), in order, each once."""
     found: dict[str, None] = {}
 
     def walk(node: Any) -> None:
         if isinstance(node, Mapping):
             for key, item in node.items():
-                if isinstance(item, str) and (key == "citation" or str(key).endswith("_citation")):
+                if isinstance(item, str) and (
+                    key == "citation" or str(key).endswith("_citation") or key in OTHER_CITATION_FIELDS
+                ):
                     found.setdefault(item)
                 elif key == "citations" and isinstance(item, list):
                     for c in item:

@@ -149,6 +149,8 @@ class VersionComparison(BaseModel):
     to_version: str
     from_effective_date: date
     to_effective_date: date
+    from_status: str | None = Field(None, description="from_version's status today (effective, superseded, ...).")
+    to_status: str | None = Field(None, description="to_version's status today.")
     from_citation: str
     to_citation: str
     added: list[SectionReference] = Field(description="Sections only in to_version.")
@@ -173,6 +175,12 @@ class QuoteVerification(BaseModel):
     )
     doc_code: str
     version: str
+    status: str | None = Field(
+        None,
+        description="The checked version's status today: effective, superseded, draft or withdrawn (a quote found "
+        "in a draft or withdrawn version is not policy in force).",
+    )
+    effective_date: date | None = Field(None, description="The checked version's effective date.")
     passage: str | None = Field(description="The quoted text as stored when found; else the closest passage.")
     passage_citation: str | None = Field(description="Pinned citation of the section holding the passage.")
     found_in: str | None = Field(

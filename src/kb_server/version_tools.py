@@ -56,6 +56,8 @@ def comparison_of(old: StoredDocument, new: StoredDocument) -> VersionComparison
         to_version=new.version,
         from_effective_date=old.effective_date,
         to_effective_date=new.effective_date,
+        from_status=old.status,
+        to_status=new.status,
         from_citation=old.citation,
         to_citation=new.citation,
         added=[_reference(new, s) for s in diff.added],
@@ -96,6 +98,8 @@ def verification_of(document: StoredDocument, section: str | None, quote: str) -
         citation=checked,
         doc_code=document.doc_code,
         version=document.version,
+        status=document.status,
+        effective_date=document.effective_date,
         passage=None,
         passage_citation=None,
     )

@@ -96,6 +96,23 @@ async def test_every_tool_call_and_resource_read_writes_exactly_one_record_with_
     assert all(r["duration_ms"] > 0 for r in rows)
 
 
+async def test_a_quote_found_elsewhere_is_recorded_with_the_citation_the_answer_pointed_to(
+    corpus_database, local_embedder
+):
+    # Found walking it: verify_quote's answer sent the caller to v2.0's text (found_in_version), and the record
+    # listed only the v3.1 citation that was checked.
+    caller = unique_caller("auditor")
+    async with client_called(corpus_database.targets.server, Role.ANALYST, local_embedder, caller) as client:
+        result = await client.call_tool(
+            "verify_quote",
+            {"citation": "kb://compliance/CMP-SOP-004@3.1#4.2", "quote": "$10,000 or more in cash-equivalent activity"},
+        )
+    (row,) = records(corpus_database.targets.owner, caller)
+    pointed = result.structured_content["found_in_version"]
+    assert pointed and pointed.startswith("kb://compliance/CMP-SOP-004@2.0")
+    assert pointed in row["citations"] and "kb://compliance/CMP-SOP-004@3.1#4.2" in row["citations"]
+
+
 class BrokenEmbedder:
     def __init__(self, inner: Any) -> None:
         self.inner = inner

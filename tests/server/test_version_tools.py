@@ -44,6 +44,7 @@ async def test_compare_versions_reports_the_changed_edd_threshold_with_citations
     content = result.structured_content
     assert not result.is_error and content["notice"] == NOTICE
     assert (content["from_version"], content["to_version"]) == ("2.0", "3.1")
+    assert (content["from_status"], content["to_status"]) == ("superseded", "effective")
     assert (content["from_citation"], content["to_citation"]) == (
         "kb://compliance/CMP-SOP-004@2.0",
         "kb://compliance/CMP-SOP-004@3.1",
@@ -134,6 +135,9 @@ async def test_a_document_with_only_a_draft_is_not_served_as_the_effective_versi
     assert not pinned_quote.is_error and pinned_quote.structured_content["passage_citation"].startswith(
         "kb://legal/LEG-GDE-009@1.0"
     )
+    # Found walking it: a quote checked in a draft (or withdrawn) version came back "found" with no status.
+    assert pinned_quote.structured_content["found"] is True
+    assert pinned_quote.structured_content["status"] == "draft"
 
 
 async def test_verify_quote_finds_a_row_copied_from_the_table_as_a_client_renders_it(corpus_database, local_embedder):
@@ -154,6 +158,7 @@ async def test_verify_quote_rejects_an_altered_number_and_shows_the_real_passage
     )  # fmt: skip
     content = result.structured_content
     assert content["found"] is False and 0.8 < content["score"] < 1.0
+    assert (content["status"], content["effective_date"]) == ("effective", "2026-03-01")
     assert "$7,500 or more in cash-equivalent activity in a calendar month" in content["passage"]
     assert content["passage_citation"] == V3_TRIGGER
 
