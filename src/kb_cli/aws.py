@@ -247,7 +247,7 @@ def status_command(
         recent=recent,
         s3=client("s3", settings.aws),
     )
-    print_status(console, settings, status)
+    print_status(console, settings, status, database_read=conninfo is not None)
 
 
 @aws_app.command("redrive")

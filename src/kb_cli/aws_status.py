@@ -15,7 +15,12 @@ UNRECORDED = (
 )
 
 
-def print_status(console: Console, settings: Settings, status: QueueStatus) -> None:
+# Without the database (stopped, unreachable) no failure can be looked up: saying each file's error went unrecorded
+# told the operator, mid-outage, that bad files needed only a redrive (found walking it).
+UNREAD = "its error is not known here: the database was not read (see above); `kb aws status` again once it is up"
+
+
+def print_status(console: Console, settings: Settings, status: QueueStatus, *, database_read: bool = True) -> None:
     aws = settings.aws
     alarm_colour = "red" if status.alarm_state == "ALARM" else "green" if status.alarm_state == "OK" else "yellow"
     lines = [
@@ -44,7 +49,8 @@ def print_status(console: Console, settings: Settings, status: QueueStatus) -> N
         )
         for dead in status.dead:
             where = dead.source_uri or "(not an S3 event)"
-            console.print(f"  {where}: {dead.last_error or UNRECORDED}", soft_wrap=True, highlight=False)
+            said = dead.last_error or (UNRECORDED if database_read else UNREAD)
+            console.print(f"  {where}: {said}", soft_wrap=True, highlight=False)
             if dead.object_gone:
                 console.print(
                     "    since deleted: its object is no longer in the bucket, so there is nothing to fix; "

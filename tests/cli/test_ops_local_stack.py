@@ -243,6 +243,14 @@ def test_a_broken_file_reaches_the_dlq_and_kb_aws_status_shows_it_with_its_error
         assert "ingested RSK-REF-006 v2.0" in text  # the recent outcomes
         assert "a bad file: fix it and `.venv/bin/poe corpus:upload`" in text
 
+        # With the database stopped no failure can be looked up: found walking it, every dead letter then read "no
+        # error recorded ... most likely because the database was unreachable", bad files included.
+        assert kb(held_database, "db", "stop", "--force").returncode == 0
+        blind = " ".join(kb(held_database, "aws", "status").stdout.split())
+        assert "risk/broken.md: its error is not known here: the database was not read" in blind, blind
+        assert "no error recorded" not in blind
+        assert kb(held_database, "db", "start").returncode == 0
+
         # What status says to do works: the worker reads the object again, so the fixed file uploaded is ingested.
         shutil.copy(CORPUS / "finance" / "FIN-GDE-008.md", folder / "risk" / "broken.md")
         fixed = kb(held_database, "aws", "upload", str(folder))
