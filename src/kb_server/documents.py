@@ -25,7 +25,9 @@ SELECT section_path, anchor, content, injection_suspect, injection_rule
 FROM kb.chunks
 WHERE doc_id = ({CHOSEN_DOC_ID}) AND NOT metadata ? 'rows_of'  -- a table's row groups repeat its rows
 ORDER BY ordinal"""
-_VERSIONS = "SELECT version FROM kb.documents WHERE doc_code = %(doc_code)s ORDER BY version_key"
+_VERSIONS = (
+    "SELECT version, effective_date, status::text FROM kb.documents WHERE doc_code = %(doc_code)s ORDER BY version_key"
+)
 _READABLE_VERSIONS = """
 SELECT version, status::text, effective_date, withdrawn_at FROM kb.documents
 WHERE doc_code = %(doc_code)s ORDER BY version_key DESC"""
@@ -82,6 +84,14 @@ class StoredDocument(ListedDocument):
     regulatory_refs: list[str] = field(default_factory=list)
     versions: list[str] = field(default_factory=list)
     sections: list[StoredSection] = field(default_factory=list)
+    # (version, effective date, status) of every version of the doc code the role may read, this one included
+    stored_versions: list[tuple[str, date, str]] = field(default_factory=list)
+
+    def next_stored(self) -> tuple[str, date] | None:
+        """The stored version that took effect after this one, drafts aside: the one that replaced it, as far as
+        the knowledge base knows."""
+        later = [(d, v) for v, d, status in self.stored_versions if d > self.effective_date and status != "draft"]
+        return (min(later)[1], min(later)[0]) if later else None
 
 
 async def fetch_document(
@@ -96,6 +106,7 @@ async def fetch_document(
     row = await document.fetchone()
     if row is None:
         return None
+    stored = await versions.fetchall()
     doc_code, title, version, status, effective_date, department, classification, owner, withdrawn, refs = row[1:]
     return StoredDocument(
         doc_code,
@@ -108,7 +119,8 @@ async def fetch_document(
         owner,
         withdrawn,
         list(refs),
-        versions=[v for (v,) in await versions.fetchall()],
+        versions=[v for v, _, _ in stored],
+        stored_versions=[(v, d, status) for v, d, status in stored],
         sections=join_sections(await chunks.fetchall()),
     )
 

@@ -34,8 +34,9 @@ class RetrievedChunk(BaseModel):
     )
     status: str = Field(
         "effective",
-        description="The version's status today: effective, or, in an as_of search, superseded or withdrawn (it was "
-        "in force on that date; a later version replaces it now).",
+        description="The version's status today: effective, or, in an as_of search, superseded or withdrawn (the "
+        "latest stored version effective on that date; a later version replaces it now; a version never stored is "
+        "not known).",
     )
 
 
@@ -51,7 +52,8 @@ class SearchResult(BaseModel):
         None,
         description="Why nothing was found (the knowledge base is empty to you, or nothing was in force on as_of), "
         "or why what was found may not answer: no chunk returned holds a word of the query (the nearest in meaning "
-        "only), or a document code the query names is none you may read (the chunks only mention it).",
+        "only), or a document code the query names is none you may read (the chunks only mention it); with as_of, "
+        "that a superseded version returned is the latest one stored for that date.",
     )
 
 
@@ -108,6 +110,30 @@ class DocumentDetail(DocumentSummary):
     sections: list[Section]
     truncated: bool = False
     warning: str | None = None
+    hint: str | None = Field(
+        None,
+        description="With as_of, when the version in force then has been replaced since: which stored version "
+        "replaced it, and that a version between them never stored is not known here.",
+    )
+
+
+def point_in_time_hint(doc_code: str, version: str, as_of: date, following: tuple[str, date]) -> str:
+    later, since = following
+    return (
+        f"{doc_code} v{version} is the latest stored version effective on or before {as_of.isoformat()}; the next "
+        f"stored is v{later} (effective {since.isoformat()}). A version between them that was never stored is not "
+        f"known here: before quoting v{version} for {as_of.isoformat()}, check v{later}'s revision history "
+        f"(get_document with version {later})"
+    )
+
+
+# Search with as_of answers from the stored versions alone (found walking it: v2.0 came back for a date when a
+# v3.0, listed in v3.1's revision history but never ingested, was in force).
+POINT_IN_TIME_CAVEAT = (
+    "a superseded version is returned for as_of: it is the latest stored version effective on that date, and a "
+    "version never stored is not known here; before quoting it, check the later version's revision history "
+    "(get_document)"
+)
 
 
 class DocumentList(BaseModel):

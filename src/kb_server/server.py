@@ -59,6 +59,7 @@ from kb_server.models import (
     NEAREST_IN_MEANING_ONLY,
     NOTICE,
     NOTICE_SENTENCE,
+    POINT_IN_TIME_CAVEAT,
     DocumentDetail,
     DocumentList,
     DocumentSummary,
@@ -69,6 +70,7 @@ from kb_server.models import (
     VersionComparison,
     no_such_document,
     only_mentioned,
+    point_in_time_hint,
 )
 from kb_server.quotes import normalized_quote
 from kb_server.readiness import ReadinessProbe, attach_probe
@@ -423,6 +425,8 @@ def _register_tools(server: MCPServer) -> None:
         if not hits:
             async with connection(ctx) as conn:
                 capped.hint = await empty_knowledge_base_hint(conn, role, as_of=as_of, departments=wanted)
+        elif as_of is not None and capped.hint is None and any(d.status != "effective" for d in capped.documents):
+            capped.hint = POINT_IN_TIME_CAVEAT
         return capped
 
     @server.tool(
@@ -451,7 +455,10 @@ def _register_tools(server: MCPServer) -> None:
             document = await fetch_document(conn, caller_role(ctx), code, pinned, as_of=as_of)
             if document is None:
                 raise ToolError(await _not_found_in(conn, ctx, code, pinned, as_of))
-        return document_detail(document)
+        detail = document_detail(document)
+        if as_of is not None and (following := document.next_stored()) is not None:
+            detail.hint = point_in_time_hint(document.doc_code, document.version, as_of, following)
+        return detail
 
     @server.tool(
         name="list_documents",

@@ -3,6 +3,8 @@ v2.0 says $10,000 where v3.1 says $7,500) and on small documents written for a t
 
 from __future__ import annotations
 
+from datetime import date
+
 import psycopg
 import pytest
 from mcp.shared.exceptions import MCPError
@@ -11,7 +13,7 @@ from tests.server.conftest import client_as
 from tests.support.documents import markdown_document
 
 from kb_core.roles import Role
-from kb_server.models import NOTICE, NOTICE_SENTENCE
+from kb_server.models import NOTICE, NOTICE_SENTENCE, POINT_IN_TIME_CAVEAT, point_in_time_hint
 
 pytestmark = pytest.mark.anyio
 V2_TRIGGER = "kb://compliance/CMP-SOP-004@2.0#4.2"
@@ -138,6 +140,28 @@ async def test_a_document_with_only_a_draft_is_not_served_as_the_effective_versi
     # Found walking it: a quote checked in a draft (or withdrawn) version came back "found" with no status.
     assert pinned_quote.structured_content["found"] is True
     assert pinned_quote.structured_content["status"] == "draft"
+
+
+async def test_an_as_of_answer_from_a_replaced_version_says_what_replaced_it_and_what_is_not_known(
+    corpus_database, local_embedder
+):
+    # Found walking it as a compliance officer: as of 2025-12-01, CMP-SOP-004 v2.0 ($10,000) came back as the
+    # version in force, while v3.1's revision history lists a v3.0 ($7,500) effective 2025-10-01 that was never
+    # ingested; nothing in the answer said that a version not stored is not known.
+    async with client_as(corpus_database, Role.ANALYST, local_embedder) as client:
+        then = await client.call_tool("get_document", {"doc_code": "CMP-SOP-004", "as_of": "2025-12-01"})
+        now = await client.call_tool("get_document", {"doc_code": "CMP-SOP-004", "as_of": "2026-06-01"})
+        query = "EDD activity trigger threshold"
+        searched = await client.call_tool("search_knowledge_base", {"query": query, "as_of": "2025-12-01"})
+        current = await client.call_tool("search_knowledge_base", {"query": query})
+    assert then.structured_content["version"] == "2.0"
+    assert then.structured_content["hint"] == point_in_time_hint(
+        "CMP-SOP-004", "2.0", date(2025, 12, 1), ("3.1", date(2026, 3, 1))
+    )
+    assert now.structured_content["version"] == "3.1" and now.structured_content["hint"] is None
+    assert any(d["status"] == "superseded" for d in searched.structured_content["documents"])
+    assert searched.structured_content["hint"] == POINT_IN_TIME_CAVEAT
+    assert current.structured_content["hint"] is None
 
 
 async def test_verify_quote_finds_a_row_copied_from_the_table_as_a_client_renders_it(corpus_database, local_embedder):
