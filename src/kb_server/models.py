@@ -127,6 +127,20 @@ def point_in_time_hint(doc_code: str, version: str, as_of: date, following: tupl
     )
 
 
+def unstored_version_hint(
+    doc_code: str, version: str, as_of: date, following: tuple[str, date], unstored: tuple[str, date]
+) -> str:
+    later, _ = following
+    missing, since = unstored
+    return (
+        f"{doc_code} v{version} is the latest stored version effective on or before {as_of.isoformat()}, but "
+        f"v{later}'s revision history lists v{missing} as effective {since.isoformat()}, which is not among the "
+        "versions you may read here: "
+        f"by the document's own record v{missing}, not v{version}, was in force on {as_of.isoformat()}. Do not "
+        f"quote v{version} for that date; read v{later}'s revision history (get_document with version {later})"
+    )
+
+
 # Search with as_of answers from the stored versions alone (found walking it: v2.0 came back for a date when a
 # v3.0, listed in v3.1's revision history but never ingested, was in force).
 POINT_IN_TIME_CAVEAT = (

@@ -71,9 +71,11 @@ from kb_server.models import (
     no_such_document,
     only_mentioned,
     point_in_time_hint,
+    unstored_version_hint,
 )
 from kb_server.quotes import normalized_quote
 from kb_server.readiness import ReadinessProbe, attach_probe
+from kb_server.revision_history import listed_versions, unstored_in_force
 from kb_server.search import DEFAULT_FUSION, Hit, hybrid_search
 from kb_server.version_tools import comparison_of, verification_of
 
@@ -455,9 +457,16 @@ def _register_tools(server: MCPServer) -> None:
             document = await fetch_document(conn, caller_role(ctx), code, pinned, as_of=as_of)
             if document is None:
                 raise ToolError(await _not_found_in(conn, ctx, code, pinned, as_of))
-        detail = document_detail(document)
-        if as_of is not None and (following := document.next_stored()) is not None:
-            detail.hint = point_in_time_hint(document.doc_code, document.version, as_of, following)
+            detail = document_detail(document)
+            if as_of is not None and (following := document.next_stored()) is not None:
+                detail.hint = point_in_time_hint(document.doc_code, document.version, as_of, following)
+                # The history of the version that replaced it may name one in between that was never stored.
+                later = await fetch_document(conn, caller_role(ctx), code, following[0])
+                history = listed_versions((s.section_path, s.content) for s in later.sections) if later else []
+                stored = {v for v, _, _ in document.stored_versions}
+                unstored = unstored_in_force(history, stored, after=document.effective_date, on=as_of)
+                if unstored is not None:
+                    detail.hint = unstored_version_hint(document.doc_code, document.version, as_of, following, unstored)
         return detail
 
     @server.tool(

@@ -13,7 +13,7 @@ from tests.server.conftest import client_as
 from tests.support.documents import markdown_document
 
 from kb_core.roles import Role
-from kb_server.models import NOTICE, NOTICE_SENTENCE, POINT_IN_TIME_CAVEAT, point_in_time_hint
+from kb_server.models import NOTICE, NOTICE_SENTENCE, POINT_IN_TIME_CAVEAT, point_in_time_hint, unstored_version_hint
 
 pytestmark = pytest.mark.anyio
 V2_TRIGGER = "kb://compliance/CMP-SOP-004@2.0#4.2"
@@ -151,12 +151,20 @@ async def test_an_as_of_answer_from_a_replaced_version_says_what_replaced_it_and
     async with client_as(corpus_database, Role.ANALYST, local_embedder) as client:
         then = await client.call_tool("get_document", {"doc_code": "CMP-SOP-004", "as_of": "2025-12-01"})
         now = await client.call_tool("get_document", {"doc_code": "CMP-SOP-004", "as_of": "2026-06-01"})
+        lending = await client.call_tool("get_document", {"doc_code": "LND-POL-001", "as_of": "2025-10-15"})
         query = "EDD activity trigger threshold"
         searched = await client.call_tool("search_knowledge_base", {"query": query, "as_of": "2025-12-01"})
         current = await client.call_tool("search_knowledge_base", {"query": query})
+    # v3.1's own revision history lists v3.0, effective 2025-10-01: the hint names it.
     assert then.structured_content["version"] == "2.0"
-    assert then.structured_content["hint"] == point_in_time_hint(
-        "CMP-SOP-004", "2.0", date(2025, 12, 1), ("3.1", date(2026, 3, 1))
+    assert then.structured_content["hint"] == unstored_version_hint(
+        "CMP-SOP-004", "2.0", date(2025, 12, 1), ("3.1", date(2026, 3, 1)), ("3.0", date(2025, 10, 1))
+    )
+    assert "v3.0, not v2.0, was in force on 2025-12-01" in then.structured_content["hint"]
+    # LND-POL-001 v5.0's history lists no version between 4.2 and itself: the general hint.
+    assert lending.structured_content["version"] == "4.2"
+    assert lending.structured_content["hint"] == point_in_time_hint(
+        "LND-POL-001", "4.2", date(2025, 10, 15), ("5.0", date(2026, 1, 10))
     )
     assert now.structured_content["version"] == "3.1" and now.structured_content["hint"] is None
     assert any(d["status"] == "superseded" for d in searched.structured_content["documents"])
