@@ -296,7 +296,31 @@ def _not_found(
 async def _not_found_in(
     conn: AsyncConnection, ctx: Context, code: str, version: str | None = None, as_of: date | None = None
 ) -> str:
-    return _not_found(code, version, as_of, await readable_versions(conn, caller_role(ctx), code))
+    readable = await readable_versions(conn, caller_role(ctx), code)
+    said = _not_found(code, version, as_of, readable)
+    if as_of is None or not readable:
+        return said
+    # Nothing stored was in force then; the earliest later version's revision history may list what was (found
+    # walking it: "CMP-POL-001 has no version in force on 2025-12-01" read as "no AML policy was in force", where
+    # v4.0's history lists v3.1, effective 2025-01-20, never stored).
+    later = min(
+        (v for v in readable if v.effective_date > as_of and v.status != "draft"),
+        key=lambda v: v.effective_date,
+        default=None,
+    )
+    document = await fetch_document(conn, caller_role(ctx), code, later.version) if later else None
+    if later is None or document is None:
+        return said
+    history = listed_versions((s.section_path, s.content) for s in document.sections)
+    unstored = unstored_in_force(history, {v.version for v in readable}, after=date.min, on=as_of)
+    if unstored is None:
+        return said
+    missing, since = unstored
+    return (
+        f"{said}. v{later.version}'s revision history lists v{missing} as effective {since.isoformat()}, which is "
+        f"not among the versions you may read here: by the document's own record it was in force on "
+        f"{as_of.isoformat()}"
+    )
 
 
 AS_OF = Field(

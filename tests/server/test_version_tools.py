@@ -172,6 +172,24 @@ async def test_an_as_of_answer_from_a_replaced_version_says_what_replaced_it_and
     assert current.structured_content["hint"] is None
 
 
+async def test_a_date_before_every_stored_version_names_the_version_the_documents_history_lists(
+    corpus_database, local_embedder
+):
+    # Found walking it: "CMP-POL-001 has no version in force on 2025-12-01" read as "no AML policy was in force";
+    # its only stored version (4.0, effective 2026-01-15) lists 3.1, effective 2025-01-20, in its revision history.
+    async with client_as(corpus_database, Role.COMPLIANCE_OFFICER, local_embedder) as client:
+        result = await client.call_tool("get_document", {"doc_code": "CMP-POL-001", "as_of": "2025-12-01"})
+        earlier = await client.call_tool("get_document", {"doc_code": "CMP-POL-001", "as_of": "2020-01-01"})
+    said = result.content[0].text
+    assert result.is_error and said.startswith("CMP-POL-001 has no version in force on 2025-12-01")
+    assert said.endswith(
+        "v4.0's revision history lists v3.1 as effective 2025-01-20, which is not among the versions you may read "
+        "here: by the document's own record it was in force on 2025-12-01"
+    )
+    # Before anything its history lists, the answer is as it was.
+    assert earlier.is_error and "revision history" not in earlier.content[0].text
+
+
 async def test_verify_quote_finds_a_row_copied_from_the_table_as_a_client_renders_it(corpus_database, local_embedder):
     # A chat client shows search's Markdown table rendered; a row copied from there has tabs, not pipes.
     result = await call(
