@@ -276,20 +276,12 @@ def redrive_command() -> None:
 def local_command(port: int = typer.Option(4566, help="Port on 127.0.0.1.")) -> None:
     """Run the local AWS (moto) in the foreground, for a worker or an upload in another terminal."""
     from ingest.aws.local_stack import LocalAws
-    from ingest.aws.target import RECORD_FILE, forget_local_stack, record_local_stack, recorded_local_stack
+    from ingest.aws.target import forget_local_stack, record_local_stack
 
     settings = settings_or_exit()
     state_dir = settings.database.state_dir
-    running = recorded_local_stack(state_dir)
-    if running:
-        # A second one would take over the record, and take it away when it stops, from make run's.
-        err.print(
-            f"[bold red]error:[/] a local AWS already runs for this state directory, at {running} (recorded in "
-            f"{state_dir / RECORD_FILE}): `kb aws ...`, `kb worker` and the poe corpus tasks use it; stop it to "
-            "start another, or set KB_STATE_DIR to another folder",
-            highlight=False,
-            soft_wrap=True,
-        )
+    if problem := local_aws_already_running(state_dir):
+        err.print(f"[bold red]error:[/] {problem}", highlight=False, soft_wrap=True)
         raise typer.Exit(2)
     stack = LocalAws(port).start()
     record = record_local_stack(state_dir, stack.endpoint_url)
@@ -308,6 +300,22 @@ def local_command(port: int = typer.Option(4566, help="Port on 127.0.0.1.")) -> 
     finally:
         forget_local_stack(state_dir)
         stack.stop()
+
+
+def local_aws_already_running(state_dir: Path) -> str | None:
+    """Why another local AWS for this state directory is refused (`kb aws local`, `make run`), in one line, or
+    None if no recorded one still answers. A second one would take over the record, and take it away when it
+    stops, from the first one's: every ops command of the stack still running then found no local AWS."""
+    from ingest.aws.target import RECORD_FILE, recorded_local_stack
+
+    running = recorded_local_stack(state_dir)
+    if not running:
+        return None
+    return (
+        f"a local AWS already runs for this state directory, at {running} (recorded in {state_dir / RECORD_FILE}): "
+        "`kb aws ...`, `kb worker` and the poe corpus tasks use it; stop it to start another, or set KB_STATE_DIR "
+        "to another folder"
+    )
 
 
 @friendly_errors

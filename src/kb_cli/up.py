@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = True, timeout_s: float = 1800) -> int:
     from ingest.aws.local_stack import DEFAULT_PORT, LocalAws
     from ingest.aws.target import forget_local_stack, record_local_stack
+    from kb_cli.aws import local_aws_already_running
     from kb_cli.lifecycle import bind_problem
     from kb_core.db.migrations import migrate
     from kb_core.db.targets import resolve_database
@@ -54,6 +55,11 @@ def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = 
     if serve and (
         problem := bind_problem(settings.server.http_host, settings.server.http_port, hint=hint, flags=False)
     ):
+        console.print(f"[bold red]error:[/] {problem}", highlight=False, soft_wrap=True)
+        return 2
+    if settings.aws.endpoint_url is None and (problem := local_aws_already_running(settings.database.state_dir)):
+        # Found walking it: a second `make run` started a whole second stack and took the first one's local AWS
+        # record, then deleted it when it stopped.
         console.print(f"[bold red]error:[/] {problem}", highlight=False, soft_wrap=True)
         return 2
     plain_logging(logging.WARNING)  # the progress bar owns the terminal until the server starts

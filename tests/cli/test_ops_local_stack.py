@@ -3,8 +3,10 @@ themselves, keep the bucket equal to the folder, withdraw what is gone, and show
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -173,6 +175,52 @@ def test_a_worker_on_a_local_aws_not_bootstrapped_is_refused_before_it_creates_a
         assert not (fresh_state_dir / "pgdata").exists()
     finally:
         stop(local)
+
+
+def test_make_run_on_a_state_directory_whose_local_aws_runs_is_refused_before_anything_starts(
+    fresh_state_dir: Path, tmp_path: Path
+) -> None:
+    # Found walking it: a second `make run` started a second stack on another port, took over local-aws.json and
+    # deleted it when it stopped: every ops command of the first, still running, then found no local AWS.
+    local = subprocess.Popen(
+        [KB, "aws", "local", "--port", str(free_port())],
+        env=kb_env(fresh_state_dir),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        record = fresh_state_dir / "local-aws.json"
+        assert wait_until(record.exists, timeout=60)
+        recorded = record.read_text()
+        folder = small_corpus(tmp_path / "corpus")
+        for serve in ("--no-serve", "--serve"):  # --no-serve first: not refused, it ends by itself
+            done = kb(fresh_state_dir, "up", serve, "--corpus", str(folder), timeout=300, KB_HTTP_PORT=str(free_port()))
+            lines = (done.stdout + done.stderr).strip().splitlines()
+            assert done.returncode == 2 and len(lines) == 1, done.stdout + done.stderr
+            assert "a local AWS already runs for this state directory" in lines[0] and "KB_STATE_DIR" in lines[0]
+            assert not (fresh_state_dir / "pgdata").exists()  # nothing was started
+            assert record.read_text() == recorded
+    finally:
+        stop(local)
+
+
+def test_make_run_is_not_refused_by_the_record_of_a_local_aws_whose_process_is_gone(
+    fresh_state_dir: Path, tmp_path: Path
+) -> None:
+    # Killed outright, a stack leaves its record; its port may since be another state directory's local AWS.
+    dead_pid = subprocess.Popen(["true"])
+    dead_pid.wait()
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        endpoint = f"http://127.0.0.1:{other.getsockname()[1]}"
+        fresh_state_dir.mkdir(parents=True, exist_ok=True)
+        (fresh_state_dir / "local-aws.json").write_text(json.dumps({"endpoint_url": endpoint, "pid": dead_pid.pid}))
+        (tmp_path / "corpus").mkdir()
+        done = kb(fresh_state_dir, "up", "--no-serve", "--corpus", str(tmp_path / "corpus"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "local AWS (moto) at http://127.0.0.1:" in done.stdout
+    assert not (fresh_state_dir / "local-aws.json").exists()  # its own record, taken away when it stopped
 
 
 def test_ops_commands_without_a_local_stack_or_real_aws_selected_say_how_to_get_one(fresh_state_dir: Path) -> None:

@@ -50,10 +50,15 @@ def forget_local_stack(state_dir: Path) -> None:
 
 
 def recorded_local_stack(state_dir: Path) -> str | None:
-    """The recorded local AWS endpoint, if something still answers there."""
+    """The recorded local AWS endpoint, if its process is alive and something still answers there."""
     try:
-        endpoint = str(json.loads((state_dir / RECORD_FILE).read_text())["endpoint_url"])
+        record = json.loads((state_dir / RECORD_FILE).read_text())
+        endpoint = str(record["endpoint_url"])
     except (OSError, ValueError, KeyError, TypeError):
+        return None
+    # A recorder killed outright leaves its record; its port (4566 by default) may since be another state
+    # directory's local AWS, which is not this one's.
+    if isinstance(record.get("pid"), int) and not _alive(record["pid"]):
         return None
     parsed = urlparse(endpoint)
     try:
@@ -61,6 +66,16 @@ def recorded_local_stack(state_dir: Path) -> str | None:
             return endpoint
     except OSError:
         return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
 
 
 def resolve_aws_target(settings: AwsSettings, state_dir: Path) -> AwsTarget:
