@@ -193,21 +193,27 @@ def upload_warnings(report: UploadReport, max_file_bytes: int) -> list[tuple[str
     a minute later from the dead-letter queue."""
     return [
         *[("warning", key, f"{EMPTY_FILE}; the worker dead-letters it") for key in report.empty],
-        *[
-            (
-                "held back",
-                key,
-                f"an effective version dated {when.isoformat()}, after today; not uploaded (the worker would refuse "
-                "it until then): an upload on or after that date sends it",
-            )
-            for key, when in report.held_back.items()
-        ],
+        *held_back_warnings(report),
         *[("warning", key, f"the worker will refuse it: {reason}") for key, reason in report.refused.items()],
         # the worker's own KB_MAX_FILE_BYTES (the Lambda's may differ) decides
         *[
             ("warning", key, f"{over_size_limit(size, max_file_bytes, 'it')}; a worker with this limit dead-letters it")
             for key, size in report.over_limit.items()
         ],
+    ]
+
+
+def held_back_warnings(report: UploadReport) -> list[tuple[str, str, str]]:
+    """(label, key, what to say) for each effective version held back as dated after today (`kb aws upload`,
+    `make run`)."""
+    return [
+        (
+            "held back",
+            key,
+            f"an effective version dated {when.isoformat()}, after today; not uploaded (the worker would refuse "
+            "it until then): an upload on or after that date sends it",
+        )
+        for key, when in report.held_back.items()
     ]
 
 

@@ -1,7 +1,8 @@
 """`kb up` (what `make run` runs): the whole product on one machine.
 
 Embedded PostgreSQL → migrations → local AWS (moto, unless AWS_ENDPOINT_URL points at one) → bucket,
-queues, notification, alarm → upload corpus/ (changed files only) → the worker ingests through the queue,
+queues, notification, alarm → upload corpus/ (changed files only; effective versions dated after today held
+back, as `kb aws upload` holds them) → the worker ingests through the queue,
 with progress → the MCP server over HTTP, with a bearer token per role. The worker keeps running, so
 a file uploaded later is ingested too. A second run reuses the database: nothing is embedded again.
 """
@@ -107,7 +108,7 @@ def _run_stack(
     from ingest.aws.bootstrap import bootstrap
     from ingest.aws.clients import client
     from ingest.aws.upload import upload_folder
-    from kb_cli.aws import build_worker, print_stack
+    from kb_cli.aws import build_worker, held_back_warnings, print_stack
     from kb_cli.ingest_report import print_summary, progress_bar
     from kb_cli.local_stack import reconcile_with_folder
 
@@ -123,12 +124,24 @@ def _run_stack(
             highlight=False,
             soft_wrap=True,
         )
-    report = upload_folder(client("s3", settings.aws), stack.bucket, corpus, delete=True)
+    # Checked as `kb aws upload` checks, for the effective versions dated after today: uploaded, the worker refused
+    # them, they were dead-lettered and the DLQ alarm stayed in ALARM. What else it would refuse goes up: the
+    # worker reports it within the minute.
+    report = upload_folder(
+        client("s3", settings.aws),
+        stack.bucket,
+        corpus,
+        delete=True,
+        max_bytes=settings.aws.max_file_bytes,
+        check=True,
+    )
     console.print(
         f"[green]✓[/] uploaded {len(report.uploaded)} files to s3://{stack.bucket} ({len(report.unchanged)} unchanged, "
         f"{len(report.deleted)} deleted)",
         highlight=False,
     )
+    for label, key, said in held_back_warnings(report):
+        console.print(f"[yellow]{label}:[/] {key}: {said}", highlight=False, soft_wrap=True)
 
     expected = {f"s3://{stack.bucket}/{key}" for key in report.uploaded}
     results: dict[str, IngestResult] = {}

@@ -14,6 +14,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from tests.cli.conftest import VENV_BIN, free_port, kb_env, stop, wait_until
+from tests.support.documents import markdown_document, write
 
 KB = str(VENV_BIN / "kb")
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"
@@ -221,6 +222,48 @@ def test_make_run_is_not_refused_by_the_record_of_a_local_aws_whose_process_is_g
     assert done.returncode == 0, done.stdout + done.stderr
     assert "local AWS (moto) at http://127.0.0.1:" in done.stdout
     assert not (fresh_state_dir / "local-aws.json").exists()  # its own record, taken away when it stopped
+
+
+def test_make_run_holds_back_an_effective_version_dated_after_today_as_kb_aws_upload_does(
+    fresh_state_dir: Path, tmp_path: Path
+) -> None:
+    # Found walking it: make run uploaded it all the same; the worker refused it, it was dead-lettered and the DLQ
+    # alarm stayed in ALARM.
+    import boto3
+
+    from ingest.aws.target import DUMMY_CREDENTIALS
+
+    folder = small_corpus(tmp_path / "corpus")
+    write(folder / "risk" / "RSK-SOP-981.md", markdown_document("RSK-SOP-981", effective_date="2999-01-01"))
+    port = free_port()
+    local = subprocess.Popen(  # a local AWS of its own, to look in the bucket after make run has stopped
+        [KB, "aws", "local", "--port", str(port)],
+        env=kb_env(tmp_path / "aws-state"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert wait_until((tmp_path / "aws-state" / "local-aws.json").exists, timeout=60)
+        aws = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", **DUMMY_CREDENTIALS, "AWS_DEFAULT_REGION": "us-east-1"}
+        done = kb(fresh_state_dir, "up", "--no-serve", "--corpus", str(folder), timeout=300, **aws)
+        said = " ".join(done.stdout.split())
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert (
+            "held back: risk/RSK-SOP-981.md: an effective version dated 2999-01-01, after today; not uploaded (the "
+            "worker would refuse it until then): an upload on or after that date sends it" in said
+        ), said
+        assert "uploaded 2 files" in said
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=aws["AWS_ENDPOINT_URL"],
+            region_name="us-east-1",
+            aws_access_key_id="local",
+            aws_secret_access_key="local",
+        )
+        keys = [o["Key"] for o in s3.list_objects_v2(Bucket="kosha-kb-corpus").get("Contents", [])]
+        assert sorted(keys) == ["lending/LND-REF-007.md", "risk/RSK-REF-006.md"]
+    finally:
+        stop(local)
 
 
 def test_ops_commands_without_a_local_stack_or_real_aws_selected_say_how_to_get_one(fresh_state_dir: Path) -> None:

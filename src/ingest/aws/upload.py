@@ -71,8 +71,7 @@ def upload_folder(
     and listed in `over_limit`, so the upload can say it will be dead-lettered at a worker with that limit; an
     empty file likewise, in `empty`. With `check`, each file to upload is parsed first: those the worker will
     refuse are listed in `refused` (and uploaded all the same: the worker records why), and an effective version
-    dated after today is held back, in `held_back` (`kb aws upload` checks; `make run`, whose worker reports
-    every file within the minute, does not wait for it)."""
+    dated after today is held back, in `held_back` (`kb aws upload` and `make run` check)."""
     report = UploadReport()
     files, skipped = document_files([folder])
     report.skipped = [p.relative_to(folder).as_posix() for p in skipped]
