@@ -21,10 +21,13 @@ $(STAMP): pyproject.toml Makefile
 install: $(STAMP)
 
 run: install
-	@# Ctrl-C ends `kb up` with 130, its usual stop: not an error for make to report. Ctrl-C reaches this
-	@# shell too, which would die of it and make would print "*** [run] Interrupt": the trap keeps it to
-	@# wait for kb (which still gets Ctrl-C: a trap's handler is not inherited).
-	@trap true INT; $(BIN)/kb up || [ $$? -eq 130 ]
+	@# A requested stop ends `kb up` with 128 + the signal: 130 for Ctrl-C, 143 for SIGTERM (a supervisor's
+	@# stop). Neither is an error for make to report; any other failure (a busy port: 2) is, with kb's code.
+	@# Ctrl-C, and a SIGTERM to the process group (systemd, timeout), reach this shell too, which would die of
+	@# it and make would print "*** [run] Interrupt" or "Terminated": the trap keeps it to wait for kb (which
+	@# still gets the signal: a trap's handler is not inherited). A SIGTERM to make alone (supervisord, a
+	@# container's PID 1) is passed on to this shell only, never to kb: stop the process group, or kb itself.
+	@trap true INT TERM; $(BIN)/kb up || { status=$$?; [ $$status -eq 130 ] || [ $$status -eq 143 ] || exit $$status; }
 
 test: install
 	@# One worker per core; a module's tests stay on one worker, so its fixtures are set up once.

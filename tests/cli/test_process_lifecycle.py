@@ -136,20 +136,14 @@ def test_a_repeated_ctrl_c_stops_kb_serve_http_without_a_traceback(fresh_state_d
             process.kill()
 
 
-def test_ctrl_c_on_make_run_ends_without_a_make_error(tmp_path: Path) -> None:
-    # Ctrl-C in a terminal signals make, its recipe's shell and kb together. Found walking it: the shell died of
-    # it and make printed "make: *** [Makefile:…: run] Interrupt" after kb's own clean stop. `kb up` itself costs
-    # minutes (database, local AWS, the corpus ingested): a stand-in for it here that stops on Ctrl-C with 130,
-    # as kb up does; the recipe, make and the signal are the real ones.
+def make_run(tmp_path: Path, stand_in: str) -> subprocess.Popen:
+    """`make run`'s real recipe under a real make, in a session of its own, with `stand_in` (Python) as `kb`."""
     repo = Path(__file__).resolve().parents[2]
     fake = tmp_path / "bin" / "kb"
     fake.parent.mkdir()
-    fake.write_text(
-        "#!/usr/bin/env python3\nimport sys, time\ntry:\n    print('ready', flush=True)\n    time.sleep(60)\n"
-        "except KeyboardInterrupt:\n    print('kb: stopped', flush=True)\n    sys.exit(130)\n"
-    )
+    fake.write_text("#!/usr/bin/env python3\n" + stand_in)
     fake.chmod(0o755)
-    make = subprocess.Popen(
+    return subprocess.Popen(
         # -o: the install stamp counts as up to date, so make runs the recipe and installs nothing
         ["make", "-s", "-o", ".venv/.installed-stamp", "run", f"BIN={fake.parent}"],
         cwd=repo,
@@ -157,6 +151,19 @@ def test_ctrl_c_on_make_run_ends_without_a_make_error(tmp_path: Path) -> None:
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+    )
+
+
+def test_ctrl_c_on_make_run_ends_without_a_make_error(tmp_path: Path) -> None:
+    # Ctrl-C in a terminal signals make, its recipe's shell and kb together. Found walking it: the shell died of
+    # it and make printed "make: *** [Makefile:…: run] Interrupt" after kb's own clean stop. `kb up` itself costs
+    # minutes (database, local AWS, the corpus ingested): a stand-in for it here that stops on Ctrl-C with 130,
+    # as kb up does (test_a_requested_stop_ends_kb_up_with_128_plus_the_signal); the recipe, make and the signal
+    # are the real ones.
+    make = make_run(
+        tmp_path,
+        "import sys, time\ntry:\n    print('ready', flush=True)\n    time.sleep(60)\n"
+        "except KeyboardInterrupt:\n    print('kb: stopped', flush=True)\n    sys.exit(130)\n",
     )
     try:
         assert make.stdout is not None and make.stdout.readline().strip() == "ready"
@@ -167,3 +174,63 @@ def test_ctrl_c_on_make_run_ends_without_a_make_error(tmp_path: Path) -> None:
             os.killpg(make.pid, signal.SIGKILL)
     assert "kb: stopped" in rest
     assert "***" not in rest and "Interrupt" not in rest and "Error" not in rest, rest
+
+
+@pytest.mark.parametrize("to_group", [True, False], ids=["to-the-process-group", "to-kb-alone"])
+def test_sigterm_on_make_run_ends_without_a_make_error(tmp_path: Path, to_group: bool) -> None:
+    # Found walking it: make run stopped by SIGTERM ended with "make: *** [Makefile:…: run] Error 1" after kb's
+    # own clean stop: a supervisor saw a failure. SIGTERM reaches the whole process group from systemd or
+    # `timeout`, kb alone from `kill`. The stand-in stops on it with 143, as kb up does.
+    make = make_run(
+        tmp_path,
+        "import os, signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda signum, _: sys.exit(128 + signum))\n"
+        "print('ready', os.getpid(), flush=True)\ntime.sleep(60)\n",
+    )
+    try:
+        assert make.stdout is not None
+        ready, kb_pid = make.stdout.readline().split()
+        assert ready == "ready"
+        if to_group:
+            os.killpg(make.pid, signal.SIGTERM)
+        else:
+            os.kill(int(kb_pid), signal.SIGTERM)
+        rest, _ = make.communicate(timeout=20)
+    finally:
+        if make.poll() is None:
+            os.killpg(make.pid, signal.SIGKILL)
+    assert "***" not in rest and "Terminated" not in rest and "Error" not in rest, rest
+    if not to_group:  # make itself was not signalled: it says how it ended
+        assert make.returncode == 0
+
+
+def test_make_run_refused_at_start_still_fails_with_kbs_code(tmp_path: Path) -> None:
+    # A busy port (exit 2) is a failure, not a stop: make must still say so.
+    make = make_run(tmp_path, "import sys\nprint('error: port 8765 on 127.0.0.1 is in use', flush=True)\nsys.exit(2)\n")
+    try:
+        rest, _ = make.communicate(timeout=20)
+    finally:
+        if make.poll() is None:
+            os.killpg(make.pid, signal.SIGKILL)
+    assert make.returncode != 0 and "run] Error 2" in rest, rest
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_requested_stop_ends_kb_up_with_128_plus_the_signal(fresh_state_dir: Path, tmp_path: Path, sig) -> None:  # type: ignore[no-untyped-def]
+    # What the make run recipe excuses, and its tests' stand-in for kb up does: the real kb up, serving.
+    (tmp_path / "corpus").mkdir()
+    port = free_port()
+    process = subprocess.Popen(
+        [KB, "up", "--corpus", str(tmp_path / "corpus")],
+        env=kb_env(fresh_state_dir, KB_HTTP_PORT=str(port)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/healthz", process)
+        process.send_signal(sig)
+        assert process.wait(timeout=60) == 128 + sig
+        assert wait_until(lambda: not postgres_of(fresh_state_dir), timeout=30), "postgres was left running"
+    finally:
+        if process.poll() is None:
+            process.kill()
