@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+import psutil
+
 from kb_core.settings import AwsSettings
 
 RECORD_FILE = "local-aws.json"
@@ -58,7 +60,7 @@ def recorded_local_stack(state_dir: Path) -> str | None:
         return None
     # A recorder killed outright leaves its record; its port (4566 by default) may since be another state
     # directory's local AWS, which is not this one's.
-    if isinstance(record.get("pid"), int) and not _alive(record["pid"]):
+    if isinstance(record.get("pid"), int) and not psutil.pid_exists(record["pid"]):
         return None
     parsed = urlparse(endpoint)
     try:
@@ -66,16 +68,6 @@ def recorded_local_stack(state_dir: Path) -> str | None:
             return endpoint
     except OSError:
         return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: alive
-        return True
-    return True
 
 
 def resolve_aws_target(settings: AwsSettings, state_dir: Path) -> AwsTarget:
