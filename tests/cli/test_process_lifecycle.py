@@ -234,3 +234,55 @@ def test_a_requested_stop_ends_kb_up_with_128_plus_the_signal(fresh_state_dir: P
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_a_second_ctrl_c_while_make_run_finishes_the_file_in_hand_stops_it_at_once(
+    fresh_state_dir: Path, tmp_path: Path
+) -> None:
+    # Found walking it as the operator: "finishing the file in hand before stopping (Ctrl-C again stops at once)",
+    # and a second Ctrl-C then changed nothing: Python's exit joined the embedding pool's threads, which finished
+    # the 1 MB file first (65 s). A big file (about a minute of embedding here) is in hand at the first Ctrl-C.
+    from tests.support.documents import markdown_document
+
+    sentence = "Reconciliation breaks above the threshold are escalated to the treasury lead within two hours. "
+    sections = {f"{n}. Section {n}": sentence * 60 for n in range(1, 121)}
+    folder = tmp_path / "corpus" / "finance"
+    folder.mkdir(parents=True)
+    (folder / "FIN-SOP-990.md").write_text(markdown_document("FIN-SOP-990", sections=sections))
+    process = subprocess.Popen(
+        [KB, "up", "--no-serve", "--corpus", str(tmp_path / "corpus")],
+        env=kb_env(fresh_state_dir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    said: list[str] = []
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            said.append(line)
+
+    import threading
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert wait_until(lambda: any("uploaded 1 files" in line for line in said), timeout=120), said
+        time.sleep(8)  # the worker has received it and is embedding
+        process.send_signal(signal.SIGINT)
+        assert wait_until(lambda: any("finishing the file in hand" in line for line in said), timeout=30), said
+        process.send_signal(signal.SIGINT)
+        stopped = time.monotonic()
+        process.wait(timeout=60)
+        waited = time.monotonic() - stopped
+    finally:
+        if process.poll() is None:
+            process.kill()
+    reader.join(timeout=5)
+    text = "".join(said)
+    assert process.returncode == 130 and "stopping at once" in text and "Traceback" not in text, text
+    assert waited < 15, f"{waited:.0f} s after the second Ctrl-C"
+    assert wait_until(lambda: not postgres_of(fresh_state_dir), timeout=30)
+    assert not (fresh_state_dir / "local-aws.json").exists()
