@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from collections.abc import Callable
@@ -92,7 +93,19 @@ def worker_command(console: Console) -> None:
     requested = threading.Event()
 
     def stop(signum: int, _: Any) -> None:
-        logging.getLogger("kosha.worker").info("signal %d: finishing the batch in hand, if any, then stopping", signum)
+        if requested.is_set():
+            # A second signal: do not wait for the batch in hand (a big file takes minutes). Its transaction never
+            # commits, and its messages come back after their visibility timeout.
+            from kb_core.db.embedded import release_held
+
+            logging.getLogger("kosha.worker").warning(
+                "signal %d again: stopping at once; the batch in hand is not finished and is received again", signum
+            )
+            release_held()
+            os._exit(128 + signum)
+        logging.getLogger("kosha.worker").info(
+            "signal %d: finishing the batch in hand, if any, then stopping (signal again to stop at once)", signum
+        )
         requested.set()
 
     signal.signal(signal.SIGTERM, stop)

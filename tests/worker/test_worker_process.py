@@ -91,3 +91,26 @@ def test_sigterm_to_an_idle_worker_does_not_wait_out_its_long_poll(queue, databa
     assert process.wait(timeout=60) == 0
     assert time.monotonic() - signalled < 10, log.read_text()
     assert "stopped: 0 batches, 0 messages done, 0 failed" in log.read_text()
+
+
+def test_a_second_sigterm_stops_a_worker_at_once_without_finishing_the_file_in_hand(queue, database, tmp_path):
+    # Found walking it as the operator: "finishing the batch in hand" took 130 s for a 1 MB file, with no way to
+    # stop sooner but SIGKILL. A second signal now stops at once; nothing of the file is stored.
+    sentence = "Reconciliation breaks above the threshold are escalated to the treasury lead within two hours. "
+    sections = {f"{n}. Section {n}": sentence * 60 for n in range(1, 121)}
+    write(tmp_path / "docs" / "CMP-SOP-990.md", markdown_document("CMP-SOP-990", sections=sections))
+    upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path / "docs")
+    log = tmp_path / "worker.log"
+    process = start_worker(queue, database, log)
+    wait_for(log, "polling ")
+    time.sleep(6)  # received, and embedding (about a minute of it)
+    process.send_signal(signal.SIGTERM)
+    wait_for(log, "finishing the batch in hand, if any, then stopping (signal again to stop at once)")
+    assert process.poll() is None, log.read_text()  # still at it: the file was in hand
+    again = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=30) == 128 + signal.SIGTERM
+    assert time.monotonic() - again < 10
+    text = log.read_text()
+    assert "stopping at once; the batch in hand is not finished" in text and "Traceback" not in text, text
+    assert not documents(database)
