@@ -134,7 +134,7 @@ def bootstrap_command() -> None:
     """Create the bucket, ingest-queue, ingest-dlq, the notification and the DLQ alarm (safe to rerun)."""
     settings = _settings()
     stack = bootstrap(settings.aws)
-    print_stack(Console(), stack)
+    print_stack(console, stack)
 
 
 def print_stack(console: Console, stack: Stack) -> None:
@@ -277,7 +277,7 @@ def redrive_command() -> None:
 
     settings = _settings()
     sqs, url, arn, dlq, dlq_arn = _queues(settings)
-    console = Console()
+    console = Console(soft_wrap=True)  # unwrapped in a log or a pipe
     report = redrive(
         sqs,
         dlq_url=dlq,

@@ -296,6 +296,8 @@ def test_a_broken_file_reaches_the_dlq_and_kb_aws_status_shows_it_with_its_error
             assert "Traceback" not in early.stderr
         boot = kb(held_database, "aws", "bootstrap")
         assert boot.returncode == 0, boot.stderr
+        # One line in a log (found walking it: broken at 80 columns without a terminal).
+        assert len(boot.stdout.strip().splitlines()) == 1 and "→" in boot.stdout, boot.stdout
         assert boot.stderr.startswith("AWS: the local AWS at http://127.0.0.1:")  # found by itself, said once
 
         # A second local AWS for the same state directory is refused: it took over the record, and removed it when
@@ -355,6 +357,10 @@ def test_a_broken_file_reaches_the_dlq_and_kb_aws_status_shows_it_with_its_error
         )
         redrive = kb(held_database, "aws", "redrive")
         assert redrive.returncode == 0, redrive.stderr
+        assert any(
+            line.startswith("the local AWS does not implement") and line.endswith("delete from the DLQ)")
+            for line in redrive.stdout.splitlines()
+        ), redrive.stdout
 
         def cleared() -> bool:
             text = " ".join(kb(held_database, "aws", "status", timeout=120).stdout.split())
