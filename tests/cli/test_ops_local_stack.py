@@ -32,6 +32,18 @@ def kb(state_dir: Path, *args: str, timeout: float = 600, **env: str) -> subproc
     return subprocess.run([KB, *args], env=kb_env(state_dir, **env), capture_output=True, text=True, timeout=timeout)
 
 
+def start_local_aws(state_dir: Path) -> subprocess.Popen:  # type: ignore[type-arg]
+    """`kb aws local` for `state_dir`, on a free port, once it has recorded itself there."""
+    local = subprocess.Popen(
+        [KB, "aws", "local", "--port", str(free_port())],
+        env=kb_env(state_dir),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    assert wait_until(lambda: (state_dir / "local-aws.json").exists(), timeout=60)
+    return local
+
+
 @pytest.fixture
 def held_database(fresh_state_dir: Path) -> Iterator[Path]:
     """The state directory, its embedded database kept up (`kb db start`) for the test, stopped after it."""
@@ -161,15 +173,8 @@ def test_a_worker_on_a_local_aws_not_bootstrapped_is_refused_before_it_creates_a
 ) -> None:
     # Found walking it: `kb worker` created and migrated an embedded database, and loaded the model, before it
     # found the queue missing.
-    local = subprocess.Popen(
-        [KB, "aws", "local", "--port", str(free_port())],
-        env=kb_env(fresh_state_dir),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    local = start_local_aws(fresh_state_dir)
     try:
-        assert wait_until(lambda: (fresh_state_dir / "local-aws.json").exists(), timeout=60)
         done = kb(fresh_state_dir, "worker", timeout=60)
         assert done.returncode == 2 and "create the bucket and queues with `kb aws bootstrap`" in done.stderr
         assert "Traceback" not in done.stderr
@@ -183,15 +188,9 @@ def test_make_run_on_a_state_directory_whose_local_aws_runs_is_refused_before_an
 ) -> None:
     # Found walking it: a second `make run` started a second stack on another port, took over local-aws.json and
     # deleted it when it stopped: every ops command of the first, still running, then found no local AWS.
-    local = subprocess.Popen(
-        [KB, "aws", "local", "--port", str(free_port())],
-        env=kb_env(fresh_state_dir),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    local = start_local_aws(fresh_state_dir)
     try:
         record = fresh_state_dir / "local-aws.json"
-        assert wait_until(record.exists, timeout=60)
         recorded = record.read_text()
         folder = small_corpus(tmp_path / "corpus")
         for serve in ("--no-serve", "--serve"):  # --no-serve first: not refused, it ends by itself
@@ -279,16 +278,9 @@ def test_a_broken_file_reaches_the_dlq_and_kb_aws_status_shows_it_with_its_error
 ) -> None:
     folder = small_corpus(tmp_path / "corpus")
     (folder / "risk" / "broken.md").write_text("# No header block\n\nThis file has no document control block.\n")
-    local = subprocess.Popen(
-        [KB, "aws", "local", "--port", str(free_port())],
-        env=kb_env(held_database),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    local = start_local_aws(held_database)
     worker = None
     try:
-        assert wait_until(lambda: (held_database / "local-aws.json").exists(), timeout=60)
         # Not bootstrapped yet: found walking it, boto's bare NoSuchBucket / NonExistentQueue named no way out.
         for command in (["aws", "upload", str(folder)], ["aws", "status"]):
             early = kb(held_database, *command, timeout=120)
