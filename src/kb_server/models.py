@@ -113,7 +113,8 @@ class DocumentDetail(DocumentSummary):
     hint: str | None = Field(
         None,
         description="With as_of, when the version in force then has been replaced since: which stored version "
-        "replaced it, and that a version between them never stored is not known here.",
+        "replaced it, and that a version between them never stored is not known here; or that as_of is after "
+        "today (the answer is today's version).",
     )
 
 
@@ -138,6 +139,14 @@ def unstored_version_hint(
         "versions you may read here: "
         f"by the document's own record v{missing}, not v{version}, was in force on {as_of.isoformat()}. Do not "
         f"quote v{version} for that date; read v{later}'s revision history (get_document with version {later})"
+    )
+
+
+def future_as_of_hint(as_of: date) -> str:
+    # Found walking it: as_of 2030-01-01 was answered without a word, as if the knowledge base knew that date.
+    return (
+        f"as_of {as_of.isoformat()} is after today: the answer is the versions in force today (a version that "
+        "takes effect later is not stored before its date), not a statement about that date"
     )
 
 

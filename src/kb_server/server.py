@@ -68,6 +68,7 @@ from kb_server.models import (
     SearchResult,
     Section,
     VersionComparison,
+    future_as_of_hint,
     no_such_document,
     only_mentioned,
     point_in_time_hint,
@@ -453,6 +454,8 @@ def _register_tools(server: MCPServer) -> None:
                 capped.hint = await empty_knowledge_base_hint(conn, role, as_of=as_of, departments=wanted)
         elif as_of is not None and capped.hint is None and any(d.status != "effective" for d in capped.documents):
             capped.hint = POINT_IN_TIME_CAVEAT
+        elif as_of is not None and capped.hint is None and as_of > date.today():
+            capped.hint = future_as_of_hint(as_of)
         return capped
 
     @server.tool(
@@ -482,7 +485,9 @@ def _register_tools(server: MCPServer) -> None:
             if document is None:
                 raise ToolError(await _not_found_in(conn, ctx, code, pinned, as_of))
             detail = document_detail(document)
-            if as_of is not None and (following := document.next_stored()) is not None:
+            if as_of is not None and as_of > date.today():
+                detail.hint = future_as_of_hint(as_of)
+            elif as_of is not None and (following := document.next_stored()) is not None:
                 detail.hint = point_in_time_hint(document.doc_code, document.version, as_of, following)
                 # The history of the version that replaced it may name one in between that was never stored.
                 later = await fetch_document(conn, caller_role(ctx), code, following[0])

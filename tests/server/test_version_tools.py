@@ -13,7 +13,14 @@ from tests.server.conftest import client_as
 from tests.support.documents import markdown_document
 
 from kb_core.roles import Role
-from kb_server.models import NOTICE, NOTICE_SENTENCE, POINT_IN_TIME_CAVEAT, point_in_time_hint, unstored_version_hint
+from kb_server.models import (
+    NOTICE,
+    NOTICE_SENTENCE,
+    POINT_IN_TIME_CAVEAT,
+    future_as_of_hint,
+    point_in_time_hint,
+    unstored_version_hint,
+)
 
 pytestmark = pytest.mark.anyio
 V2_TRIGGER = "kb://compliance/CMP-SOP-004@2.0#4.2"
@@ -152,6 +159,7 @@ async def test_an_as_of_answer_from_a_replaced_version_says_what_replaced_it_and
         then = await client.call_tool("get_document", {"doc_code": "CMP-SOP-004", "as_of": "2025-12-01"})
         now = await client.call_tool("get_document", {"doc_code": "CMP-SOP-004", "as_of": "2026-06-01"})
         lending = await client.call_tool("get_document", {"doc_code": "LND-POL-001", "as_of": "2025-10-15"})
+        future = await client.call_tool("get_document", {"doc_code": "CMP-SOP-004", "as_of": "2030-01-01"})
         query = "EDD activity trigger threshold"
         searched = await client.call_tool("search_knowledge_base", {"query": query, "as_of": "2025-12-01"})
         current = await client.call_tool("search_knowledge_base", {"query": query})
@@ -167,6 +175,8 @@ async def test_an_as_of_answer_from_a_replaced_version_says_what_replaced_it_and
         "LND-POL-001", "4.2", date(2025, 10, 15), ("5.0", date(2026, 1, 10))
     )
     assert now.structured_content["version"] == "3.1" and now.structured_content["hint"] is None
+    assert future.structured_content["version"] == "3.1"
+    assert future.structured_content["hint"] == future_as_of_hint(date(2030, 1, 1))
     assert any(d["status"] == "superseded" for d in searched.structured_content["documents"])
     assert searched.structured_content["hint"] == POINT_IN_TIME_CAVEAT
     assert current.structured_content["hint"] is None
