@@ -210,6 +210,11 @@ class VersionComparison(BaseModel):
     warning: str | None = Field(None, description="Set when a compared section is injection-suspect.")
 
 
+class QuoteDifference(BaseModel):
+    quote: str | None = Field(description="The quote's words here (lower case, as compared); null: none.")
+    passage: str | None = Field(description="The passage's words in their place; null: the passage has none.")
+
+
 class QuoteVerification(BaseModel):
     notice: str = NOTICE
     found: bool = Field(
@@ -244,6 +249,12 @@ class QuoteVerification(BaseModel):
         "e.g. superseded), newest first. The quote is then that version's text, not the cited one's.",
     )
     found_in_version_status: str | None = Field(None, description="The status of found_in_version's version.")
+    differences: list[QuoteDifference] | None = Field(
+        None,
+        description="When not found: where the quote and the closest passage differ, word by word, in order (e.g. "
+        "quote '15', passage '10'); null when they are too unlike to compare that way (fewer than half the "
+        "quote's words line up, or more than 10 differences).",
+    )
     section_path: str | None = None
     injection_suspect: bool = False
     injection_rule: str | None = Field(None, description="When injection_suspect: the rule ids, comma-separated.")

@@ -567,7 +567,9 @@ def _register_tools(server: MCPServer) -> None:
         description=(
             "Check that a quote appears in the cited text before you rely on it: found is true when it does "
             "(case, whitespace, typographic quotes and dashes aside); otherwise the closest passage in the cited "
-            "version's section and its similarity score (0-1). " + NOTICE_SENTENCE + "."
+            "version's section, its similarity score (0-1) and the words where the two differ (differences). "
+            + NOTICE_SENTENCE
+            + "."
         ),
         annotations=READ_ONLY,
     )

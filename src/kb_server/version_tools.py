@@ -10,6 +10,7 @@ from kb_server.compare import compare_sections
 from kb_server.documents import StoredDocument, StoredSection
 from kb_server.models import (
     ChangedSection,
+    QuoteDifference,
     QuoteVerification,
     SectionReference,
     SentenceChange,
@@ -107,6 +108,8 @@ def verification_of(document: StoredDocument, section: str | None, quote: str) -
         where = sections[match.section]
         result.found, result.score, result.passage = match.found, match.score, match.passage
         result.passage_citation = document.section_citation(where.anchor)
+        if match.differences:
+            result.differences = [QuoteDifference(quote=d.quote, passage=d.passage) for d in match.differences]
         result.section_path = where.section_path or document.title
         result.injection_suspect = where.injection_suspect
         result.injection_rule = where.injection_rule if where.injection_suspect else None

@@ -133,3 +133,20 @@ def test_a_quote_that_drops_the_start_or_end_of_a_number_or_word_is_not_found():
     for quote in ("$7,500 or more in cash-equivalent activity", "10 business days", "a", "3.5% a year", "high risk"):
         match = check_quote(quote, [section])
         assert match is not None and match.found, quote
+
+
+def test_the_differences_name_the_altered_number_and_the_words_left_out():
+    altered = check_quote("$10,000 or more in cash-equivalent activity in a calendar month", [SECTION])
+    assert altered is not None and [(d.quote, d.passage) for d in altered.differences] == [("10,000", "7,500")]
+    shortened = check_quote("the analyst reviews the file within 10 days", [SECTION])
+    assert shortened is not None and [(d.quote, d.passage) for d in shortened.differences] == [(None, "business")]
+    added = check_quote("the senior analyst reviews the file within 10 business days", [SECTION])
+    assert added is not None and [(d.quote, d.passage) for d in added.differences] == [("senior", None)]
+
+
+def test_no_differences_are_listed_for_a_text_that_is_not_the_passage_altered():
+    # Word by word, "the moon is made of cheese" against a policy would list every word: noise, not a finding.
+    nonsense = check_quote("the moon is made of cheese", [SECTION])
+    assert nonsense is not None and nonsense.differences == ()
+    found = check_quote("within 10 business days", [SECTION])
+    assert found is not None and found.found and found.differences == ()

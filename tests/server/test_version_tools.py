@@ -221,6 +221,8 @@ async def test_verify_quote_rejects_an_altered_number_and_shows_the_real_passage
     assert (content["status"], content["effective_date"]) == ("effective", "2026-03-01")
     assert "$7,500 or more in cash-equivalent activity in a calendar month" in content["passage"]
     assert content["passage_citation"] == V3_TRIGGER
+    # The score says "nearly"; the differences say which number an auditor would have been told wrongly.
+    assert content["differences"] == [{"quote": "10,000", "passage": "7,500"}]
 
 
 async def test_verify_quote_checks_the_cited_version_not_the_current_one(corpus_database, local_embedder):
