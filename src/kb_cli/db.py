@@ -53,7 +53,9 @@ def db_status() -> None:
         "embedding model",
         str(status.embedding_space) if status.embedding_space else "none yet (run `kb db migrate`)",
     )
-    if status.embedding_space:
+    if status.embedding_space and status.contents_unread:
+        table.add_row("document versions", f"[red]not read[/]: {status.contents_unread}")
+    elif status.embedding_space:
         docs = status.documents_by_status
         # Each stored version counts: a document of two versions is 1 effective and 1 superseded.
         table.add_row(
@@ -69,6 +71,8 @@ def db_status() -> None:
         )
         table.add_row("injection scanner", _scanner_line(status.chunks_by_scanner_version))
     table.print()
+    if status.contents_unread:
+        raise typer.Exit(2)
 
 
 def _scanner_line(by_version: dict[int, int]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from kb_cli.common import err, friendly_errors, settings_or_exit, tokens_path
+from kb_core.words import counted
 
 
 @friendly_errors
@@ -61,5 +62,6 @@ def serve(
             highlight=False,
         )
     url = f"http://{settings.server.http_host}:{settings.server.http_port}/mcp"
-    err.print(f"kosha-kb serving MCP over streamable HTTP at {url} ({len(tokens)} tokens in {path})", highlight=False)
+    held = counted(len(tokens), "token")
+    err.print(f"kosha-kb serving MCP over streamable HTTP at {url} ({held} in {path})", highlight=False)
     run_http(build_http_app(server, settings.server, tokens), settings.server)

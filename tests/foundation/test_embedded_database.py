@@ -78,3 +78,18 @@ def test_with_database_url_set_that_server_is_used_unchanged(database, tmp_path)
     assert result.returncode == 0, result.stderr
     assert "DATABASE_URL" in result.stdout and params["dbname"] in result.stdout
     assert not state.exists()  # no embedded server was started
+
+
+def test_db_status_shows_what_the_owner_reads_and_names_the_writer_login_it_cannot_use(database, tmp_path):
+    # Found walking the production set-up: right after `kb db migrate` the writer has no password yet, and the
+    # whole command failed on a line that named neither the login nor the setting to fix.
+    params = pg_conninfo.conninfo_to_dict(database.owner)
+    url = f"postgresql://{params['user']}@/{params['dbname']}?host={params['host']}"
+    refused = f"postgresql://kb_no_such_writer@/{params['dbname']}?host={params['host']}"
+    env = {"DATABASE_URL": url, "KB_INGEST_DATABASE_URL": refused, "KB_STATE_DIR": str(tmp_path / "state")}
+    result = kb("db", "status", env=env)
+    assert result.returncode == 2, result.stderr
+    assert f"migrations         {len(discover_migrations())} of {len(discover_migrations())}" in result.stdout
+    assert "document versions  not read: cannot log in to postgresql://kb_no_such_writer@" in result.stdout
+    assert "set KB_INGEST_DB_PASSWORD or KB_INGEST_DATABASE_URL" in result.stdout
+    assert "Traceback" not in result.stderr
