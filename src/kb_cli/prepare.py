@@ -52,15 +52,23 @@ def prepare_database(settings: Settings, *, login: Literal["server", "ingest"] =
         if "does not exist" in text and "role" in text:
             problem = f"the database has no knowledge-base schema yet (no kb_{login} login): run `kb db migrate`"
         else:
-            problem = (
-                f"cannot log in to {redact(conninfo)} as {who}: {text}; check DATABASE_URL, "
-                f"KB_{setting}_DATABASE_URL or KB_{setting}_DB_PASSWORD"
-            )
+            problem = login_refused(conninfo, who, setting, text)
     if problem:
         raise NotReady(problem)
     if login == "server":
         _check_reader_logins(targets)
     return targets
+
+
+def login_refused(conninfo: str, who: str, setting: str, text: str) -> str:
+    return (
+        f"cannot log in to {redact(conninfo)} as {who}: {text}; check DATABASE_URL, "
+        f"KB_{setting}_DATABASE_URL or KB_{setting}_DB_PASSWORD"
+    )
+
+
+def writer_login_refused(conninfo: str, exc: psycopg.OperationalError) -> str:
+    return login_refused(conninfo, "the writer", "INGEST", _first_line(exc))
 
 
 def check_audit_target(settings: Settings, targets: DatabaseTargets) -> None:

@@ -18,12 +18,20 @@ def rescan(
 
     from ingest.rescan import rescan as rescan_chunks
     from ingest.scanner import SCANNER_VERSION
+    from kb_cli.prepare import writer_login_refused
     from kb_core.db.targets import resolve_database
 
     settings = settings_or_exit()
     targets = resolve_database(settings.database)
     try:
-        with psycopg.connect(targets.ingest) as conn:
+        conn = psycopg.connect(targets.ingest)
+    except psycopg.OperationalError as exc:
+        # As kb withdraw says it: the login and its setting named (not prepare_database: a rescan embeds
+        # nothing, so it must not refuse a database built for another embedder).
+        err.print(f"[bold red]error:[/] {writer_login_refused(targets.ingest, exc)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    try:
+        with conn:
             result = rescan_chunks(conn, everything=everything)
     except psycopg.errors.UndefinedColumn:
         err.print("[bold red]error:[/] the schema predates per-chunk scanner versions: run `kb db migrate` first")

@@ -137,3 +137,15 @@ def test_rescan_after_the_classifier_was_enabled_flags_a_chunk_no_rule_matches_w
     assert (suspect, rule, version) == (True, "classifier", SCANNER_VERSION)
     assert metadata["injection"][0]["excerpt"].startswith("score ")
     assert chunk_rows(database)["1. Purpose"][0] is False
+
+
+def test_rescan_with_a_writer_login_the_database_refuses_names_that_login_and_its_setting(database):
+    # Found walking the production set-up: it printed the generic "cannot use the database" line, naming
+    # neither the login (kb_ingest, which has no password right after `kb db migrate`) nor its setting.
+    owner = database_url(database)
+    refused = "postgresql://kb_no_such_writer@" + owner.split("@", 1)[1]
+    result = kb("rescan", env={"DATABASE_URL": owner, "KB_INGEST_DATABASE_URL": refused})
+    assert result.returncode == 2
+    line = " ".join(result.stderr.split())
+    assert "cannot log in to postgresql://kb_no_such_writer@" in line and "as the writer" in line, line
+    assert "KB_INGEST_DATABASE_URL or KB_INGEST_DB_PASSWORD" in line and "Traceback" not in line
