@@ -7,7 +7,9 @@ never passed on silently:
 | carrier | what happens |
 |---|---|
 | HTML elements hidden by `hidden`, `aria-hidden="true"` or inline style (display:none, | kept, marked |
-| visibility:hidden, font-size:0, opacity:0, white text on no background, far off-screen) | |
+| visibility:hidden, text under 3 px / 2 pt, opacity under 0.1, transparent text, text the colour of its | |
+| background, white text on no background, `<font color="white">`, far off-screen, clipped, scaled to 0, | |
+| a zero-height box with overflow hidden) | |
 | HTML comments; raw HTML blocks in Markdown | dropped (not content) |
 | raw hidden HTML inline in Markdown | kept as written; the scanner flags it |
 | DOCX runs hidden (vanish, specVanish), white, or under 2 pt | kept, marked |
@@ -35,40 +37,171 @@ def mark_hidden(carrier: str, text: str) -> str:
 
 
 # --- HTML and CSS ---------------------------------------------------------------------------------------
-_STYLE_HIDES = (
-    (re.compile(r"(?:^|;)\s*display\s*:\s*none", re.I), "display:none"),
-    (re.compile(r"(?:^|;)\s*visibility\s*:\s*(?:hidden|collapse)", re.I), "visibility:hidden"),
-    (re.compile(r"(?:^|;)\s*font-size\s*:\s*0(?:\.0*)?(?:px|pt|em|rem|%)?\s*(?:;|$|!)", re.I), "font-size:0"),
-    (re.compile(r"(?:^|;)\s*opacity\s*:\s*0(?:\.0*)?\s*(?:;|$|!)", re.I), "opacity:0"),
-    (re.compile(r"(?:^|;)\s*(?:left|top|text-indent)\s*:\s*-\d{4,}", re.I), "off-screen"),
-    (re.compile(r"(?:^|;)\s*(?:clip-path\s*:\s*inset\(\s*(?:50|100)%|clip\s*:\s*rect\(\s*0)", re.I), "clipped"),
-)
-_WHITE = re.compile(
-    r"(?:^|;)\s*color\s*:\s*(?:white|#fff(?:fff)?|rgba?\(\s*255\s*,\s*255\s*,\s*255\s*(?:,\s*1(?:\.0*)?\s*)?\))\s*(?:;|$|!)",
-    re.I,
-)
-_BACKGROUND = re.compile(r"(?:^|;)\s*background", re.I)
+# An inline style is read declaration by declaration (comments and !important aside), so "/*x*/display:none"
+# hides as "display:none" does. Found walking it: white on white, transparent text, 1px text, -999px, a
+# zero-height box, scale(0) and opacity 0.01 all passed as visible text.
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_NUMBER = re.compile(r"^\s*(-?(?:\d+(?:\.\d*)?|\.\d+))\s*([a-z%]*)\s*$", re.I)
+_OFF_SCREEN = ("left", "top", "right", "bottom", "text-indent", "margin-left", "margin-top")
+# How far off-screen, or how small, text must be before no reader sees it, by unit.
+_OFF_SCREEN_FROM = {"px": -500.0, "pt": -375.0, "em": -30.0, "rem": -30.0, "%": -100.0, "vw": -100.0, "vh": -100.0}
+_TINY_BELOW = {"px": 3.0, "pt": 2.0, "em": 0.2, "rem": 0.2, "%": 20.0, "": 3.0}
+_SCALED_AWAY = re.compile(r"scale[xy]?\(\s*0*(?:\.0\d*)?\s*[,)]", re.I)
+_NAMED_COLOURS = {"white": (255, 255, 255, 1.0), "black": (0, 0, 0, 1.0), "transparent": (0, 0, 0, 0.0)}
+
+
+def _declarations(style: str) -> dict[str, str]:
+    """An inline style's declarations, property to value, lower case; the last of a property wins, as in CSS."""
+    found: dict[str, str] = {}
+    for declaration in _COMMENT.sub("", style).split(";"):
+        name, colon, value = declaration.partition(":")
+        if colon:
+            found[name.strip().lower()] = value.replace("!important", "").strip().lower()
+    return found
+
+
+def _length(value: str) -> tuple[float, str] | None:
+    match = _NUMBER.match(value)
+    return (float(match.group(1)), match.group(2).lower()) if match else None
+
+
+def _colour(value: str) -> tuple[int, int, int, float] | None:
+    """(red, green, blue, alpha) of a CSS colour: a name this module knows, #rgb(a), #rrggbb(aa), rgb(a)()."""
+    value = value.strip()
+    if value in _NAMED_COLOURS:
+        return _NAMED_COLOURS[value]
+    if value.startswith("#") and len(value) in (4, 5, 7, 9):
+        digits = value[1:]
+        if len(digits) <= 4:
+            digits = "".join(ch * 2 for ch in digits)
+        try:
+            parts = [int(digits[i : i + 2], 16) for i in range(0, len(digits), 2)]
+        except ValueError:
+            return None
+        return parts[0], parts[1], parts[2], parts[3] / 255 if len(parts) == 4 else 1.0
+    match = re.match(r"rgba?\(([^)]*)\)$", value)
+    if match:
+        numbers = [n for n in re.split(r"[\s,/]+", match.group(1).strip()) if n]
+        try:
+            rgb = [round(float(n.rstrip("%")) * (2.55 if n.endswith("%") else 1)) for n in numbers[:3]]
+            alpha = (
+                float(numbers[3].rstrip("%")) / (100 if numbers[3].endswith("%") else 1) if len(numbers) > 3 else 1.0
+            )
+        except ValueError:
+            return None
+        return (rgb[0], rgb[1], rgb[2], alpha) if len(rgb) == 3 else None
+    return None
+
+
+def _background_colour(style: dict[str, str]) -> tuple[int, int, int, float] | None:
+    if "background-color" in style:
+        return _colour(style["background-color"])
+    background = style.get("background", "")
+    return _colour(background.split()[0]) if background.split() else None
 
 
 def hidden_by_style(style: str) -> str | None:
     """Why an inline CSS style hides its element's text, or None. White text counts only when the same style
-    sets no background (white on a dark banner is visible)."""
-    for pattern, reason in _STYLE_HIDES:
-        if pattern.search(style):
+    sets no background other than white (white on a dark banner is visible)."""
+    css = _declarations(style)
+    if css.get("display") == "none":
+        return "display:none"
+    if css.get("visibility") in ("hidden", "collapse"):
+        return "visibility:hidden"
+    for check in (_too_small, _see_through, _off_screen, _clipped):
+        if reason := check(css):
             return reason
-    if _WHITE.search(style) and not _BACKGROUND.search(style):
+    return _hidden_by_colour(css.get("color"), _background_colour(css), "background" in style.lower())
+
+
+def _too_small(css: dict[str, str]) -> str | None:
+    size = _length(css.get("font-size", ""))
+    if size is None or size[1] not in _TINY_BELOW:
+        return None
+    if size[0] <= 0:
+        return "font-size:0"
+    return "tiny text" if size[0] < _TINY_BELOW[size[1]] else None
+
+
+def _see_through(css: dict[str, str]) -> str | None:
+    opacity = _length(css.get("opacity", ""))
+    if opacity is None or opacity[1] not in ("", "%"):
+        return None
+    return "opacity:0" if opacity[0] / (100 if opacity[1] == "%" else 1) < 0.1 else None
+
+
+def _off_screen(css: dict[str, str]) -> str | None:
+    for name in _OFF_SCREEN:
+        offset = _length(css.get(name, ""))
+        if offset is not None and offset[1] in _OFF_SCREEN_FROM and offset[0] <= _OFF_SCREEN_FROM[offset[1]]:
+            return "off-screen"
+    return None
+
+
+def _clipped(css: dict[str, str]) -> str | None:
+    clip_path = css.get("clip-path", "").replace(" ", "")
+    if clip_path.startswith(("inset(50%", "inset(100%")) or css.get("clip", "").replace(" ", "").startswith("rect(0"):
+        return "clipped"
+    if _SCALED_AWAY.search(css.get("transform", "")):
+        return "scaled to nothing"
+    zero_box = any(
+        (size := _length(css.get(name, ""))) is not None and size[0] <= 0
+        for name in ("height", "max-height", "width", "max-width")
+    )
+    return "zero-size box" if zero_box and css.get("overflow") in ("hidden", "clip") else None
+
+
+def _hidden_by_colour(
+    color: str | None, background: tuple[int, int, int, float] | None, any_background: bool
+) -> str | None:
+    text = _colour(color) if color else None
+    if text is None:
+        return None
+    if text[3] < 0.1:
+        return "transparent text"
+    if background is not None and background[3] >= 0.9 and _alike(text, background):
+        return "text the colour of its background"
+    if _alike(text, (255, 255, 255, 1.0)) and not any_background:
         return "white text"
     return None
 
 
-def hidden_by_attributes(attributes: dict[str, str | None]) -> str | None:
-    """Why an HTML element is hidden from a reader by its attributes, or None."""
+def _alike(a: tuple[int, int, int, float], b: tuple[int, int, int, float]) -> bool:
+    """Two colours no reader tells apart (each channel within 8 of 255)."""
+    return all(abs(x - y) <= 8 for x, y in zip(a[:3], b[:3], strict=True))
+
+
+def hidden_by_attributes(attributes: dict[str, str | None], tag: str | None = None) -> str | None:
+    """Why an HTML element is hidden from a reader by its attributes, or None. `<font color>` counts as a
+    style's colour."""
     if "hidden" in attributes:
         return "hidden attribute"
     if (attributes.get("aria-hidden") or "").strip().lower() == "true":
         return "aria-hidden"
     style = attributes.get("style")
-    return hidden_by_style(style) if style else None
+    if style and (reason := hidden_by_style(style)):
+        return reason
+    if tag == "font" and attributes.get("color"):
+        return _hidden_by_colour((attributes["color"] or "").lower(), None, bool(style and "background" in style))
+    return None
+
+
+_TAG = re.compile(r"<([a-z][\w-]{0,20})\b([^<>]{0,400})>", re.I)
+_ATTRIBUTE = re.compile(r"""([a-z][\w:-]*)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s"'>]+))?""", re.I)
+
+
+def hidden_inline_html(text: str) -> re.Match[str] | None:
+    """The first raw HTML tag in `text` whose attributes hide what it holds (Markdown keeps inline HTML as
+    written: a reader of the rendered page does not see it), judged as the HTML parser judges an element."""
+    if "<" not in text:
+        return None
+    for match in _TAG.finditer(text):
+        attributes = {
+            name.lower(): value.strip("\"'") if value else None for name, value in _ATTRIBUTE.findall(match[2])
+        }
+        if hidden_by_attributes(attributes, match[1].lower()):
+            return match
+    return None
 
 
 # --- characters ---------------------------------------------------------------------------------------

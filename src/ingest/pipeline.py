@@ -23,7 +23,7 @@ from pgvector.psycopg import register_vector
 
 from ingest.chunker import chunk_document
 from ingest.document import Header, ParseError
-from ingest.injection import scan_chunk
+from ingest.injection import header_text, scan_chunk
 from ingest.parsers import FORMATS, detect_format, parse_document
 from ingest.parsers.budget import Deadline, ParseLimit
 from ingest.parsers.parse_server import start_parse_server
@@ -246,7 +246,8 @@ class Ingestor:
             prepared = []
             for number, chunk in enumerate(chunks, start=1):
                 text = chunk.embedding_text(header.title) if self.contextual_prefix else chunk.content
-                findings = tuple(scan_chunk(chunk.section_path, chunk.content))
+                fields = header_text(header.title, header.owner, header.regulatory_refs)
+                findings = tuple(scan_chunk(chunk.section_path, chunk.content, fields))
                 prepared.append(PreparedChunk(chunk, text, embedding_sha256(self.embedder.space.model, text), findings))
                 deadline.check("document", f"the injection scan of chunk {number:,} of {len(chunks):,}")
         except ParseError as exc:

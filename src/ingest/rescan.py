@@ -13,18 +13,19 @@ from dataclasses import dataclass
 
 import psycopg
 
-from ingest.injection import scan_chunk
+from ingest.injection import HeaderText, header_text, scan_chunk
 from ingest.scanner import SCANNER_VERSION, InjectionFinding
 from ingest.upsert import injection_metadata
 
-Scan = Callable[[str, str], Sequence[InjectionFinding]]
+Scan = Callable[[str, str, HeaderText], Sequence[InjectionFinding]]
 BATCH = 500
 
 _SELECT = """
-SELECT chunk_id, classification, section_path, content, injection_rule
-FROM kb.chunks
-WHERE (%(everything)s OR scanner_version < %(version)s) AND chunk_id > %(after)s
-ORDER BY chunk_id
+SELECT c.chunk_id, c.classification, c.section_path, c.content, c.injection_rule, d.title, d.owner, d.regulatory_refs
+FROM kb.chunks c
+JOIN kb.documents d ON d.doc_id = c.doc_id
+WHERE (%(everything)s OR c.scanner_version < %(version)s) AND c.chunk_id > %(after)s
+ORDER BY c.chunk_id
 LIMIT %(batch)s"""
 _UPDATE = """
 UPDATE kb.chunks
@@ -58,8 +59,8 @@ def rescan(
                 _SELECT,
                 {"everything": everything, "version": version, "after": after, "batch": batch},
             ).fetchall()
-            for chunk_id, classification, section_path, content, old_rule in rows:
-                findings = list(scan(section_path, content))
+            for chunk_id, classification, section_path, content, old_rule, title, owner, refs in rows:
+                findings = list(scan(section_path, content, header_text(title, owner, refs)))
                 rule = ",".join(f.rule for f in findings) or None
                 conn.execute(
                     _UPDATE,

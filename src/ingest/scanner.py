@@ -19,7 +19,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ingest.hidden import reveal_invisible_characters
+from ingest.hidden import hidden_inline_html, reveal_invisible_characters
 
 __all__ = ["RULES", "SCANNER_VERSION", "InjectionFinding", "Rule", "normalise", "rule_findings", "scan_for_injection"]
 
@@ -27,8 +27,10 @@ EXCERPT_LIMIT = 120
 # Stored with every chunk. Raise it whenever a rule, feature or threshold changes what is flagged:
 # `kb rescan` re-scans the chunks of older versions and `kb db status` counts them.
 # 2: hidden text; 3: classifier; 4: TF-IDF; 5: corpus chunks; 6: more dev data; 7: chat-markup, decode-and-follow,
-# model-hailed
-SCANNER_VERSION = 7
+# model-hailed; 8: header fields (title, owner, regulatory refs), inline HTML hidden by any style the HTML parser
+# marks
+SCANNER_VERSION = 8
+HIDDEN_RULE = "hidden-text"
 
 
 @dataclass(frozen=True)
@@ -339,7 +341,7 @@ RULES: tuple[Rule, ...] = (
     _rule("chat-markup", "a chat prompt's markup: turn tokens, role objects, prompt-framing tags", _CHAT_MARKUP),
     _rule("decode-and-follow", "encoded text with an order to decode it and act on it", _DECODE_AND_FOLLOW),
     _rule("model-hailed", "the model hailed at the start of a line or sentence, in one of many languages", _HAIL),
-    _rule("hidden-text", "text a reader of the source does not see (hidden HTML, DOCX, PDF or characters)", _HIDDEN),
+    _rule(HIDDEN_RULE, "text a reader of the source does not see (hidden HTML, DOCX, PDF or characters)", _HIDDEN),
 )
 
 # --- normalisation -----------------------------------------------------------------------------------
@@ -392,6 +394,10 @@ def rule_findings(text: str) -> list[tuple[int, InjectionFinding]]:
         match = rule.pattern.search(normalised)
         if match:
             hits.append((match.start(), InjectionFinding(rule.id, _excerpt(match.group()))))
+    # Inline HTML hidden by any style the HTML parser marks (white on white, 1px, -999px, scale(0) ...): read
+    # from the text as written, since normalise() rewrites digits inside words ("1000px").
+    if not any(finding.rule == HIDDEN_RULE for _, finding in hits) and (tag := hidden_inline_html(text)):
+        hits.append((tag.start(), InjectionFinding(HIDDEN_RULE, _excerpt(tag.group()))))
     return hits
 
 

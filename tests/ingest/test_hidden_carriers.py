@@ -74,6 +74,16 @@ def html_file(body: str, head: str = "") -> bytes:
         (f'<span style="position:absolute;left:-9999px">{SECRET}</span>', "off-screen"),
         (f"<div hidden><p>{SECRET}</p></div>", "hidden attribute"),
         (f'<div aria-hidden="true">{SECRET}</div>', "aria-hidden"),
+        # Found walking it: each of these passed as visible text.
+        (f'<font color="white">{SECRET}</font>', "white text"),
+        (f'<span style="color:transparent">{SECRET}</span>', "transparent text"),
+        (f'<span style="color:#fff;background-color:#fff">{SECRET}</span>', "text the colour of its background"),
+        (f'<span style="position:absolute;left:-999px">{SECRET}</span>', "off-screen"),
+        (f'<span style="font-size:1px">{SECRET}</span>', "tiny text"),
+        (f'<div style="height:0;overflow:hidden">{SECRET}</div>', "zero-size box"),
+        (f'<span style="transform:scale(0)">{SECRET}</span>', "scaled to nothing"),
+        (f'<span style="opacity:0.01">{SECRET}</span>', "opacity:0"),
+        (f'<span style="/*x*/display:none">{SECRET}</span>', "display:none"),
     ],
 )
 def test_html_text_hidden_by_an_attribute_or_inline_style_is_kept_marked_and_flagged(element, carrier):
@@ -112,7 +122,13 @@ def markdown_file(body: str) -> bytes:
 
 
 def test_markdown_inline_hidden_html_is_kept_as_written_and_flagged():
-    for hidden in (f'<span style="display:none">{SECRET}</span>', f"<span hidden>{SECRET}</span>"):
+    for hidden in (
+        f'<span style="display:none">{SECRET}</span>',
+        f"<span hidden>{SECRET}</span>",
+        f'<font color="#FFFFFF">{SECRET}</font>',
+        f"<span style='position: absolute; left: -1000px'>{SECRET}</span>",
+        f'<span style="color:transparent">{SECRET}</span>',
+    ):
         chunks = chunks_of(markdown_file(f"{VISIBLE} {hidden}"), "r.md")
         (content, rules), *_ = holding(chunks, SECRET)
         assert hidden in content and "hidden-text" in rules
@@ -239,4 +255,7 @@ def test_inline_styles_that_only_look_alarming_do_not_hide():
     assert hidden_by_style("display: block; font-size: 0.9em") is None
     assert hidden_by_style("color: #fff; background-color: #1a1a1a") is None
     assert hidden_by_style("opacity: 0.8") is None
+    assert hidden_by_style("font-size: 12px; left: -20px; transform: scale(1.1)") is None
+    assert hidden_by_style("height: 0") is None  # no overflow:hidden: the text spills out, visible
+    assert hidden_by_style("color: #333; background-color: #eee; opacity: 0.5") is None
     assert hidden_by_style("display:none") == "display:none"

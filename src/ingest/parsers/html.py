@@ -234,8 +234,8 @@ def _mark_hidden_elements(body: LexborNode, styled: list[tuple[LexborNode, str]]
     was quadratic."""
     hidden = [
         (node, reason)
-        for node in body.css("[hidden], [aria-hidden], [style]")
-        if (reason := hidden_by_attributes(node.attributes))
+        for node in body.css("[hidden], [aria-hidden], [style], font[color]")
+        if (reason := hidden_by_attributes(node.attributes, node.tag))
     ]
     hidden += styled
     hidden_ids = {node.mem_id for node, _ in hidden}
