@@ -28,6 +28,10 @@ pytestmark = pytest.mark.anyio
         ("when is dti_exceeds_policy true?", ["dti_exceeds_policy"]),
         ("Is a SOC 2 Type II mandatory for a tier 1 vendor, or will ISO 27001 do?", []),
         ("what's the 401(k) employer match, and/or the Q2 bonus?", []),
+        # Codes typed in lower or mixed case, as the tools that take a doc code accept them: found walking it.
+        ("escalation contact in cmp-sop-004", ["CMP-SOP-004"]),
+        ("screening keeps returning scr-e210", ["SCR-E210"]),
+        ("what does Pay-Sop-004 say?", ["PAY-SOP-004"]),
     ],
 )
 def test_identifiers_of_every_kind_are_found_in_a_question_and_plain_words_are_not(question, named):
@@ -38,6 +42,8 @@ def test_identifiers_of_every_kind_are_found_in_a_question_and_plain_words_are_n
 CORPUS_IDENTIFIERS = [
     ("what does CMP-SOP-004 say about the monthly trigger?", "", "CMP-SOP-004"),
     ("what does SCR-E210 mean?", "SCR-E210", "ENG-RBK-006"),
+    ("escalation contact in cmp-sop-004", "", "CMP-SOP-004"),
+    ("what does scr-e210 mean?", "SCR-E210", "ENG-RBK-006"),
     ("what replica lag fires DBReplicationLagHigh?", "DBReplicationLagHigh", "ENG-RBK-003"),
     ("what does /v1/payouts/{payout_id}/cancel do?", "/v1/payouts/{payout_id}/cancel", "PAY-API-008"),
     ("which fields does createPayout take?", "createPayout", "PAY-API-008"),
