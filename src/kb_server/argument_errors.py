@@ -60,7 +60,7 @@ def describe(error: ValidationError, input_schema: dict[str, Any]) -> str:
     # One parenthesis, not "(item 0) (got 1)" after the "(at most 9)" of a list's wording.
     got = f"item {loc[1]} was {shown}" if len(loc) > 1 and loc[1].isdigit() else f"got {shown}"
     sentence = f"{name} must be {wanted} ({got})"
-    reason = _reason(first["type"], first.get("input"))
+    reason = _reason(first["type"], first.get("input"), name)
     return f"{sentence}: {reason}" if reason else sentence
 
 
@@ -74,11 +74,18 @@ _JSON_KINDS = {
 }
 
 
-def _reason(error_type: str, value: Any) -> str:
+def _reason(error_type: str, value: Any, name: str) -> str:
     """Why the value was refused, where the value shown does not make it plain."""
     if error_type == "string_unicode":
         # A lone surrogate escaped in valid JSON (\ud800) looks like text but cannot be stored or searched.
         return "it holds a lone surrogate (an unpaired \\ud800-\\udfff escape), which is not valid Unicode text"
+    if error_type == "string_type" and isinstance(value, int | float) and not isinstance(value, bool):
+        # Found walking it: the MCP Inspector sends --tool-arg version=2.0 as the number 2, and the caller
+        # read "(got 2)" as the server misreading them.
+        return (
+            'a number was given: send it as text, in quotes ("2.0"; a number loses its ".0"); with the MCP '
+            f"Inspector, --tool-arg '{name}=\"2.0\"'"
+        )
     if error_type.endswith("_type") and value is not None:
         return f"{_JSON_KINDS.get(type(value), type(value).__name__)} was given"
     return ""

@@ -81,6 +81,7 @@ from kb_server.search import DEFAULT_FUSION, Hit, hybrid_search
 from kb_server.version_tools import comparison_of, verification_of
 
 MAX_CHUNKS = 8
+DEFAULT_TOP_K = 5
 MAX_RESULT_BYTES = 12 * 1024
 MAX_QUERY_CHARS = 1000
 MAX_LISTED = 200
@@ -419,13 +420,16 @@ def _register_tools(server: MCPServer) -> None:
             Field(description=f"Only these departments: {', '.join(DEPARTMENTS)}.", max_length=len(DEPARTMENTS)),
         ] = None,
         top_k: Annotated[
-            int,
+            int | None,
             # After Field: before it, pydantic writes the bounds into the schema as ge/le, not minimum/maximum.
-            Field(ge=1, le=50, description="How many chunks to return (at most 8 are)."),
+            Field(ge=1, le=50, description="How many chunks to return (at most 8 are); null: 5."),
             BeforeValidator(not_a_boolean),
-        ] = 5,
+        ] = DEFAULT_TOP_K,
         as_of: Annotated[date | None, AS_OF] = None,
     ) -> SearchResult:
+        # null as for every other optional argument: clients in strict function-calling mode send null for an
+        # argument they leave out (found walking it: "top_k must be a whole number ... (got null)").
+        top_k = DEFAULT_TOP_K if top_k is None else top_k
         kb = knowledge_base(ctx)
         text = clean_query(query)
         wanted = check_departments(departments)
