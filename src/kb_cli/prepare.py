@@ -67,8 +67,14 @@ def login_refused(conninfo: str, who: str, setting: str, text: str) -> str:
     )
 
 
-def writer_login_refused(conninfo: str, exc: psycopg.OperationalError) -> str:
-    return login_refused(conninfo, "the writer", "INGEST", _first_line(exc))
+_LOGIN_REFUSED = ("password", "authentication", "does not exist", "not permitted to log in")
+
+
+def writer_login_refused(conninfo: str, exc: psycopg.OperationalError) -> str | None:
+    """The line for the writer's login refused (no or a wrong password, no such role); None for a database
+    that cannot be reached at all, which is not the login's fault."""
+    text = _first_line(exc)
+    return login_refused(conninfo, "the writer", "INGEST", text) if any(w in text for w in _LOGIN_REFUSED) else None
 
 
 def check_audit_target(settings: Settings, targets: DatabaseTargets) -> None:

@@ -27,8 +27,11 @@ def rescan(
         conn = psycopg.connect(targets.ingest)
     except psycopg.OperationalError as exc:
         # As kb withdraw says it: the login and its setting named (not prepare_database: a rescan embeds
-        # nothing, so it must not refuse a database built for another embedder).
-        err.print(f"[bold red]error:[/] {writer_login_refused(targets.ingest, exc)}", highlight=False, soft_wrap=True)
+        # nothing, so it must not refuse a database built for another embedder). Unreachable: the usual line.
+        refused = writer_login_refused(targets.ingest, exc)
+        if refused is None:
+            raise
+        err.print(f"[bold red]error:[/] {refused}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     try:
         with conn:

@@ -85,9 +85,9 @@ def test_a_file_whose_chunks_take_too_long_to_scan_fails_naming_the_parse_time_l
 
     real_scan = pipeline.scan_chunk
 
-    def slow_scan(section_path: str, content: str):  # type: ignore[no-untyped-def]
+    def slow_scan(section_path: str, content: str, header=None):  # type: ignore[no-untyped-def]
         time.sleep(0.05)
-        return real_scan(section_path, content)
+        return real_scan(section_path, content, header)
 
     monkeypatch.setattr(pipeline, "scan_chunk", slow_scan)
     sections = {f"{n}. Control {n}": f"The analyst records case {n} and its reason." for n in range(1, 41)}
