@@ -10,7 +10,8 @@ never passed on silently:
 | visibility:hidden, text under 3 px / 2 pt, opacity under 0.1, transparent text, text the colour of its | |
 | background, white text on no background, `<font color="white">`, far off-screen, clipped, scaled to 0, | |
 | a zero-height box with overflow hidden) | |
-| HTML comments; raw HTML blocks in Markdown | dropped (not content) |
+| HTML comments | dropped (not content) |
+| raw HTML blocks in Markdown | read as HTML: hidden elements kept, marked; the rest kept (tables as tables) |
 | raw hidden HTML inline in Markdown | kept as written; the scanner flags it |
 | DOCX runs hidden (vanish, specVanish), white, or under 2 pt | kept, marked |
 | PDF text in invisible render mode, white, or under 1.5 pt | kept, marked |

@@ -134,9 +134,24 @@ def test_markdown_inline_hidden_html_is_kept_as_written_and_flagged():
         assert hidden in content and "hidden-text" in rules
 
 
-def test_markdown_html_blocks_are_dropped():
-    chunks = chunks_of(markdown_file(f"{VISIBLE}\n\n<!--\n{SECRET}\n-->\n\n<div hidden>\n{SECRET}\n</div>\n"), "r.md")
-    assert not holding(chunks, SECRET) and holding(chunks, VISIBLE)
+def test_markdown_html_blocks_are_read_as_html_comments_dropped_hidden_elements_marked_and_flagged():
+    chunks = chunks_of(markdown_file(f"{VISIBLE}\n\n<!--\n{SECRET}\n-->\n"), "r.md")
+    assert not holding(chunks, SECRET) and holding(chunks, VISIBLE)  # a comment is not content
+    chunks = chunks_of(markdown_file(f"{VISIBLE}\n\n<div hidden>\n{SECRET}\n</div>\n"), "r.md")
+    assert_marked_and_flagged(chunks, SECRET, "hidden attribute")  # it was dropped; an HTML page's is marked
+
+
+def test_markdown_html_blocks_a_reader_sees_are_kept_tables_as_tables():
+    # Found walking it: a <table> and a callout <div>, which any Markdown viewer shows, were dropped unsaid.
+    body = (
+        f"{VISIBLE}\n\n<table><tr><th>Role</th><th>Limit</th></tr>"
+        "<tr><td>Tier 1 agent</td><td>Up to $40 per complaint</td></tr></table>\n\n"
+        '<div class="callout">Never promise goodwill before approval.</div>\n'
+    )
+    chunks = chunks_of(markdown_file(body), "r.md")
+    assert holding(chunks, "| Tier 1 agent | Up to $40 per complaint |"), chunks
+    assert holding(chunks, "Never promise goodwill before approval.")
+    assert all(rules == [] for _, rules in chunks), chunks
 
 
 # --- characters -------------------------------------------------------------------------------------------

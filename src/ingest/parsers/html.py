@@ -77,6 +77,21 @@ def parse_html(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
     return ParsedDocument(header=header, blocks=blocks, source_format="html")
 
 
+def html_fragment_blocks(html: str, deadline: Deadline | None = None) -> list[Block]:
+    """The blocks of a fragment of HTML (a raw HTML block in Markdown), read as a page's body is: hidden
+    elements marked, comments and page chrome dropped, tables kept as tables. Found walking it: a visible
+    <table> or <div> in Markdown, which any Markdown viewer shows, was dropped without a word."""
+    tree = LexborHTMLParser(f"<html><body>{html}</body></html>")
+    body = tree.body
+    blocks: list[Block] = []
+    if body is None or not html.strip():
+        return blocks
+    _mark_hidden_elements(body, _stylesheet_hidden(tree))
+    _separate_blocks(body)
+    _walk(body, blocks, False, deadline or Deadline(float("inf")))
+    return blocks
+
+
 _SEPARATED = ", ".join(sorted((_BLOCK_TAGS - {"table"}) | {"tr", "td", "th", "dt", "dd"}))
 
 

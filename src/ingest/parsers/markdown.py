@@ -19,6 +19,7 @@ from markdown_it_pyrs import MarkdownIt, Node
 from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocument, ParseError, Table
 from ingest.header import build_header
 from ingest.parsers.budget import Deadline
+from ingest.parsers.html import html_fragment_blocks
 from ingest.parsers.text import decode_text, load_yaml
 
 # Only the block rules: blocks are read from their source spans, so inline markup (emphasis, links, entities)
@@ -206,7 +207,10 @@ def _read_blocks(source: _Source, blocks: list[Block], deadline: Deadline | None
             blocks.append(Paragraph(f"```\n{str(node.meta.get('content', '')).rstrip()}\n```"))
         elif name == "table":
             blocks.append(_table(source, node))
-        # html_block: raw HTML in Markdown (comments, anchors) is not content; hr: no text
+        elif name == "html_block":
+            # Raw HTML: read as the HTML parser reads a page (a comment or an anchor gives no block; hidden
+            # elements are marked, as in an HTML document). hr: no text.
+            blocks.extend(html_fragment_blocks(str(node.meta.get("content", "")), deadline))
 
 
 def _table(source: _Source, node: Node) -> Table:
