@@ -30,6 +30,7 @@ _TYPOGRAPHIC = {
 # Markdown emphasis (`**bold**`, `_italic_`); not part of what the text says. An underscore inside a name
 # (max_bytes) is dropped on both sides alike, so the name still matches itself.
 _MARKUP = frozenset("*_")
+_BULLETS = frozenset("\u2022\u25e6\u25aa\u25ab\u2023\u2043\u2219\u25cf\u25cb\u25a0\u25a1")  # • ◦ ▪ ▫ ‣ ⁃ ∙ ● ○ ■ □
 # A sentence (or list item) ends at . ! ? or ; before a space, but not after a digit ("1." of a numbered item).
 _SENTENCE_END = re.compile(r"(?<![0-9])[.!?;](?=\s|$)")
 _TRIM = " \t\r\n\"'.,;:"
@@ -53,8 +54,12 @@ class Normalized:
 def normalize(text: str) -> Normalized:
     chars: list[str] = []
     origin: list[int] = []
+    line_start = True  # nothing but spaces since the last line break
     for index, ch in enumerate(text):
-        if ch in _MARKUP:
+        at_line_start, line_start = line_start, ch == "\n" or (line_start and ch in " \t")
+        if ch in _MARKUP or ch in _BULLETS or (at_line_start and ch in "-+" and text[index + 1 : index + 2] == " "):
+            # A list's bullet, however drawn: found walking it, a list copied from the PDF ("• involves funds")
+            # was not found in the stored "- involves funds".
             continue
         mapped = unicodedata.normalize("NFKC", _TYPOGRAPHIC.get(ch, ch)).casefold()
         for out in mapped:
@@ -162,11 +167,11 @@ def _table_rows(quote: str) -> list[str]:
     return [normalize(line).text for line in lines if not re.fullmatch(r"[|:\-\s]+", line)]
 
 
-def find_whole(text: str, wanted: str) -> int:
+def find_whole(text: str, wanted: str, start: int = 0) -> int:
     """Where `wanted` first stands in `text` as whole words and whole numbers, or -1. Found walking it: "500 or
     more in cash-equivalent activity" was found in "$7,500 or more …", and "0 business days" in "10 business
     days": a quote that drops the start of a number is not the text."""
-    at = text.find(wanted)
+    at = text.find(wanted, start)
     while at >= 0:
         if wanted and not _cuts(text, at, wanted[0], -1) and not _cuts(text, at + len(wanted) - 1, wanted[-1], 1):
             return at
@@ -197,8 +202,28 @@ def _in_rendered_tables(quote: str, content: str) -> str | None:
         return None
     view = normalize(cells)
     wanted = normalized_quote(quote.replace("|", " "))
-    if wanted and (at := find_whole(view.text, wanted)) >= 0:
-        return _original(content, view, at, at + len(wanted))
+    at = find_whole(view.text, wanted) if wanted else -1
+    while at >= 0:
+        if not _joins_rows(content, view.origin[at], view.origin[at + len(wanted) - 1]):
+            return _original(content, view, at, at + len(wanted))
+        # Found walking it: the last cell of one row run on into the next ("Business need Customer call
+        # recordings ... 2 years") was certified, a sentence no row says. Rows are quoted a line each.
+        at = find_whole(view.text, wanted, at + 1)
+    return _rows_quoted(quote, cells, content)
+
+
+def _joins_rows(content: str, first: int, last: int) -> bool:
+    """Whether content[first..last] runs from one line into another and one of them is a table row."""
+    if "\n" not in content[first : last + 1]:
+        return False
+    start = content.rfind("\n", 0, first) + 1
+    end = content.find("\n", last)
+    lines = content[start : end if end >= 0 else len(content)].split("\n")
+    return any(line.lstrip().startswith("|") for line in lines)
+
+
+def _rows_quoted(quote: str, cells: str, content: str) -> str | None:
+    """Each line of the quote one whole row of the section's tables (a header row and rows further down)."""
     lines = [normalize(line.replace("|", " ")).text for line in quote.splitlines() if line.strip()]
     if len(lines) < 2:
         return None

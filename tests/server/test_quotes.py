@@ -150,3 +150,29 @@ def test_no_differences_are_listed_for_a_text_that_is_not_the_passage_altered():
     assert nonsense is not None and nonsense.differences == ()
     found = check_quote("within 10 business days", [SECTION])
     assert found is not None and found.found and found.differences == ()
+
+
+def test_a_list_copied_with_other_bullets_is_found():
+    # Found walking it: a list copied from the PDF ("• involves funds") was not found in the stored "- ...".
+    stored = "Report it if you suspect that it:\n- involves funds from illegal activity;\n- evades BSA reporting"
+    for bullet in ("\u2022", "\u25e6", "-", "*", "+"):
+        quote = f"suspect that it:\n{bullet} involves funds from illegal activity;\n{bullet} evades BSA reporting"
+        match = check_quote(quote, [stored])
+        assert match is not None and match.found, bullet
+    # A minus sign that is no bullet still counts.
+    assert not check_quote("from 3 5 percent", ["Rates go from 3 - 5 percent."]).found  # type: ignore[union-attr]
+
+
+def test_a_quote_running_from_one_table_row_into_the_next_is_not_found():
+    # Found walking it: "Business need Customer call recordings Support and collections calls 2 years" was
+    # certified: the last cell of one row run on into the next, a sentence no row says.
+    table = (
+        "| Record | Kept | Purpose |\n| --- | --- | --- |\n| Call notes | 1 year | Business need |\n"
+        "| Customer call recordings | 2 years | Support and collections calls |"
+    )
+    spliced = check_quote("Business need Customer call recordings 2 years", [table])
+    assert spliced is not None and not spliced.found
+    one_row = check_quote("Customer call recordings\t2 years\tSupport and collections calls", [table])
+    assert one_row is not None and one_row.found
+    header_and_row = check_quote("Record Kept Purpose\nCall notes 1 year Business need", [table])
+    assert header_and_row is not None and header_and_row.found
