@@ -38,6 +38,7 @@ class RetrievedChunk(BaseModel):
         "latest stored version effective on that date; a later version replaces it now; a version never stored is "
         "not known).",
     )
+    withdrawn_at: datetime | None = Field(None, description="When this version was withdrawn (status withdrawn).")
 
 
 class SearchResult(BaseModel):
@@ -153,9 +154,9 @@ def future_as_of_hint(as_of: date) -> str:
 # Search with as_of answers from the stored versions alone (found walking it: v2.0 came back for a date when a
 # v3.0, listed in v3.1's revision history but never ingested, was in force).
 POINT_IN_TIME_CAVEAT = (
-    "a superseded version is returned for as_of: it is the latest stored version effective on that date, and a "
-    "version never stored is not known here; before quoting it, check the later version's revision history "
-    "(get_document)"
+    "a version superseded or withdrawn since is returned for as_of (each chunk's status says which): it is the "
+    "latest stored version effective on that date, and a version never stored is not known here; before quoting "
+    "it, check the later version's revision history (get_document)"
 )
 
 
@@ -235,6 +236,7 @@ class QuoteVerification(BaseModel):
         "in a draft or withdrawn version is not policy in force).",
     )
     effective_date: date | None = Field(None, description="The checked version's effective date.")
+    withdrawn_at: datetime | None = Field(None, description="When the checked version was withdrawn (withdrawn).")
     passage: str | None = Field(description="The quoted text as stored when found; else the closest passage.")
     passage_citation: str | None = Field(description="Pinned citation of the section holding the passage.")
     found_in: str | None = Field(

@@ -15,7 +15,7 @@ doc_id index. The current path is unchanged: it never looks at the versions tabl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 
 import numpy as np
 from psycopg import AsyncConnection
@@ -349,7 +349,7 @@ top AS (
 )
 SELECT d.doc_code, d.title, d.version, d.effective_date, d.department, c.section_path, c.anchor,
        c.content, t.score::float8, t.vector_rank, t.text_rank, c.injection_suspect, c.injection_rule,
-       t.vector_score, t.text_score, d.status::text
+       t.vector_score, t.text_score, d.status::text, d.withdrawn_at
 FROM top t
 JOIN kb.searchable_chunks c ON c.chunk_id = t.chunk_id AND c.classification = t.classification
 JOIN kb.documents d ON d.doc_id = c.doc_id
@@ -512,6 +512,7 @@ class Hit:
     vector_score: float | None = None  # the leg's own score: cosine similarity
     text_score: float | None = None  # BM25 (or the ablations' ts_rank)
     status: str = "effective"  # the version's status today (superseded or withdrawn only in an as_of search)
+    withdrawn_at: datetime | None = None
 
     @property
     def citation(self) -> str:

@@ -384,6 +384,7 @@ def capped_result(
             injection_suspect=hit.injection_suspect,
             injection_rule=hit.injection_rule if hit.injection_suspect else None,
             status=hit.status,
+            withdrawn_at=hit.withdrawn_at,
         )
         result.documents.append(chunk)
         if _size(result) > MAX_RESULT_BYTES:
@@ -714,6 +715,7 @@ def _register_resources(server: MCPServer) -> None:
                         "version": document.version,
                         "status": document.status,
                         "effective_date": document.effective_date.isoformat(),
+                        "withdrawn_at": document.withdrawn_at.isoformat() if document.withdrawn_at else None,
                         "department": document.department,
                         "section_path": stored.section_path,
                         "citation": document.section_citation(section),

@@ -101,6 +101,7 @@ def verification_of(document: StoredDocument, section: str | None, quote: str) -
         version=document.version,
         status=document.status,
         effective_date=document.effective_date,
+        withdrawn_at=document.withdrawn_at,
         passage=None,
         passage_citation=None,
     )

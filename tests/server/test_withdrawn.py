@@ -60,7 +60,12 @@ async def test_a_withdrawn_document_is_readable_by_its_pinned_citation(withdrawn
         section = json.loads((await client.read_resource("kb://compliance/CMP-SOP-950@1.0#2")).contents[0].text)
         document = await call(client, "get_document", doc_code="CMP-SOP-950", version="1.0")
         listed = await call(client, "list_documents", status="withdrawn")
+        quoted = await call(client, "verify_quote", citation="kb://compliance/CMP-SOP-950@1.0#2", quote=RULE)
     assert (section["version"], section["status"], section["content"]) == ("1.0", "withdrawn", RULE)
+    # When, on every surface that says withdrawn (found walking it: the section and verify_quote did not say).
+    assert section["withdrawn_at"].startswith("2026-06-15T09:00:00")
+    assert quoted.structured_content["found"] is True and quoted.structured_content["status"] == "withdrawn"
+    assert quoted.structured_content["withdrawn_at"].startswith("2026-06-15T09:00:00")
     assert document.structured_content["status"] == "withdrawn"
     assert document.structured_content["withdrawn_at"].startswith("2026-06-15T09:00:00")
     (entry,) = listed.structured_content["documents"]
@@ -87,6 +92,10 @@ async def test_a_withdrawn_document_appears_as_of_a_date_when_it_was_in_force(wi
             if not document.is_error:
                 assert document.structured_content["version"] == "1.0"
                 assert RULE in [s["content"] for s in document.structured_content["sections"]]
+                # Found walking it: the chunks said withdrawn, the hint "a superseded version", and no chunk when.
+                chunk = next(d for d in search["documents"] if d["doc_code"] == "CMP-SOP-950")
+                assert chunk["status"] == "withdrawn" and chunk["withdrawn_at"].startswith("2026-06-15")
+                assert search["hint"].startswith("a version superseded or withdrawn since is returned for as_of")
     # Not yet effective; in force from its effective date; still in force the day before it was withdrawn.
     assert in_force == {
         "2024-12-31": (False, False, False),
