@@ -21,7 +21,7 @@ import anyio
 import numpy as np
 import psycopg
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import ToolAnnotations
 from psycopg import AsyncConnection
 from psycopg_pool import PoolTimeout
@@ -697,7 +697,9 @@ def _register_resources(server: MCPServer) -> None:
                 document = await fetch_document(conn, caller_role(ctx), code, version)
                 missing = await _not_found_in(conn, ctx, code, version) if document is None else None
         except ToolError as exc:
-            raise ResourceNotFoundError(str(exc)) from exc
+            # The database is down: an internal error (-32603), not "invalid params" (-32602), which told a
+            # client its own URI was wrong and not to retry (found walking it).
+            raise ResourceError(str(exc)) from exc
         if document is None:
             raise ResourceNotFoundError(missing or _not_found(code, version))
         if document.department != department:

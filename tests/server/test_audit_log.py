@@ -15,9 +15,10 @@ import psycopg
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
+from mcp.types import INTERNAL_ERROR
 from psycopg import sql
 from psycopg.rows import dict_row
-from tests.server.conftest import VENV_BIN, client_with, database_url
+from tests.server.conftest import VENV_BIN, client_as, client_with, database_url
 from tests.support.documents import markdown_document
 
 from kb_core.db.targets import INGEST_LOGIN, SERVER_LOGIN, reader_login
@@ -362,3 +363,23 @@ def test_a_malformed_citation_still_files_its_audit_record_under_the_document_it
     assert doc_codes_of({"uri": "kb://compliance/CMP-SOP-004@3.1#"}, []) == ["CMP-SOP-004"]
     assert doc_codes_of({"citation": "kb://compliance/cmp-sop-004@v3#4.2"}, []) == ["CMP-SOP-004"]
     assert doc_codes_of({"citation": "https://example.com/CMP-SOP-004"}, []) == []
+
+
+async def test_a_resource_read_during_a_database_outage_is_an_internal_error_not_invalid_params(
+    corpus_database, local_embedder, monkeypatch
+):
+    # Found walking it: "temporarily unavailable" came back as -32602 (invalid params), which tells a client its
+    # own URI is wrong and not to retry. The outage is a stand-in here (the pool's connection fails as it does
+    # with the database down); tests/reliability/test_database_restart.py stops a real one.
+    from kb_server import server as server_module
+
+    @asynccontextmanager
+    async def gone(pool: Any) -> AsyncIterator[Any]:
+        raise psycopg.OperationalError("connection refused")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(server_module, "request_connection", gone)
+    async with client_as(corpus_database, Role.ANALYST, local_embedder) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.read_resource("kb://compliance/CMP-SOP-004@3.1#4.2")
+    assert raised.value.error.code == INTERNAL_ERROR and raised.value.error.message == UNAVAILABLE
