@@ -35,6 +35,7 @@ from ingest.upsert import (
     check_version_claim,
     embedding_sha256,
     find_by_source_hash,
+    follow_copy,
     log_event,
     reusable_embeddings,
     store_document,
@@ -395,9 +396,15 @@ class Ingestor:
             embedded, tokens = embedded + len(orphans), tokens + again.tokens
         return np.vstack([vectors[p.embedding_sha256] for p in job.parsed.prepared]), embedded, tokens
 
-    def withdraw(self, source_uri: str) -> IngestResult:
+    def withdraw(self, source_uri: str, still_there: Callable[[str], bool] | None = None) -> IngestResult:
+        """Withdraw what was stored from a deleted object; `still_there` (whether an object exists) lets a
+        renamed or moved file's document be followed from its new object instead (upsert.follow_copy)."""
         self._ensure_connected()
         with self.conn.transaction():
+            followed = follow_copy(self.conn, source_uri, still_there) if still_there else None
+            if followed is not None:
+                log_event(self.conn, source_uri, "unchanged", detail=f"object removed; now followed from {followed}")
+                return IngestResult(source_uri, "unchanged", reason=f"moved: now followed from {followed}")
             removed = withdraw(self.conn, source_uri, retention_days=self.withdrawn_retention_days)
         versions = ", ".join(f"{code} v{version}" for code, version in removed) or NOTHING_STORED
         return IngestResult(source_uri, "withdrawn", reason=versions)

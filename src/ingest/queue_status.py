@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 
 from ingest.aws.bootstrap import ALARM_NAME
-from ingest.aws.clients import object_missing, queue_url
+from ingest.aws.clients import object_gone, queue_url
 from ingest.worker.s3_events import MalformedEvent, object_changes
 
 PEEK_LIMIT = 50
@@ -210,7 +210,7 @@ def queue_status(
                 receives,
                 None if earlier else detail,
                 fixed,
-                s3 is not None and _gone(s3, uri),
+                s3 is not None and object_gone(s3, uri),
                 only_earlier_error=earlier,
             )
         )
@@ -220,13 +220,3 @@ def queue_status(
 def _before(recorded: datetime | None, sent_at: datetime | None) -> bool:
     """Whether an ingest_log event was recorded before a dead message was sent: an earlier upload's."""
     return recorded is not None and sent_at is not None and recorded < sent_at - CLOCK_SLACK
-
-
-def _gone(s3: Any, uri: str) -> bool:
-    """Whether s3://bucket/key no longer exists (an error of another kind says nothing: not gone)."""
-    bucket, _, key = uri.removeprefix("s3://").partition("/")
-    try:
-        s3.head_object(Bucket=bucket, Key=key)
-    except Exception as exc:
-        return object_missing(exc)
-    return False

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 
@@ -89,6 +89,31 @@ def adopt_bucket_object(conn: psycopg.Connection, stored_from: str, object_uri: 
         (object_uri, stored_from, sha256),
     )
     return cursor.rowcount > 0
+
+
+def follow_copy(conn: psycopg.Connection, removed_uri: str, still_there: Callable[[str], bool]) -> str | None:
+    """The object deleted was renamed or moved, not removed: another object whose bytes are those of a version
+    stored from it arrived since ("unchanged, identical to ..."), and is still in the bucket. The versions stored
+    from the deleted object are then followed from that one instead of withdrawn; its uri, or None. Found
+    walking it: renaming a file while `make run` ran withdrew its document (the new key was "unchanged"), and
+    uploading it again changed nothing (the bucket already held it)."""
+    candidates = conn.execute(
+        """SELECT l.source_uri FROM kb.ingest_log l
+           JOIN kb.documents d ON d.source_sha256 = l.source_sha256
+           WHERE d.source_uri = %(removed)s AND d.status <> 'withdrawn'
+             AND l.source_uri <> %(removed)s AND l.source_uri LIKE 's3://%%'
+             AND l.outcome IN ('ingested', 'unchanged')
+           GROUP BY l.source_uri ORDER BY max(l.at) DESC LIMIT 10""",
+        {"removed": removed_uri},
+    ).fetchall()
+    for (uri,) in candidates:
+        if still_there(uri):
+            conn.execute(
+                "UPDATE kb.documents SET source_uri = %s WHERE source_uri = %s AND status <> 'withdrawn'",
+                (uri, removed_uri),
+            )
+            return str(uri)
+    return None
 
 
 def reusable_embeddings(conn: psycopg.Connection, hashes: Sequence[str]) -> dict[str, np.ndarray]:

@@ -271,6 +271,36 @@ def test_deleting_an_object_withdraws_its_document(queue, ingestor, database, tm
     assert log == [("withdrawn", "CMP-SOP-902")]
 
 
+def test_a_file_renamed_or_moved_while_served_keeps_its_document_followed_from_its_new_object(
+    queue, ingestor, database, tmp_path
+):
+    # Found walking it as the operator: the new key arrived "unchanged, identical to" the old one, then the old
+    # key's removal withdrew the document, and uploading again changed nothing (the bucket already held it).
+    write(tmp_path / "CMP-SOP-901.md", markdown_document("CMP-SOP-901"))
+    write(tmp_path / "CMP-SOP-902.md", markdown_document("CMP-SOP-902"))
+    upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
+    worker = worker_for(queue, ingestor)
+    run_until(worker, lambda: len(documents(database)) == 2)
+    (tmp_path / "archive").mkdir()
+    (tmp_path / "CMP-SOP-902.md").rename(tmp_path / "archive" / "CMP-SOP-902.md")
+    report = upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path, delete=True)
+    assert report.deleted == ["CMP-SOP-902.md"] and report.uploaded == ["archive/CMP-SOP-902.md"]
+    bucket = queue.settings.corpus_bucket
+
+    def followed() -> bool:
+        with psycopg.connect(database.ingest) as conn:
+            return conn.execute("SELECT source_uri FROM kb.documents WHERE doc_code = 'CMP-SOP-902'").fetchone() == (
+                f"s3://{bucket}/archive/CMP-SOP-902.md",
+            )
+
+    run_until(worker, followed)  # in either order of the two events: a withdrawn version's file reinstates it
+    assert statuses(database) == {"CMP-SOP-901": "effective", "CMP-SOP-902": "effective"}
+    # A copy kept under both names and then one deleted is the same case; deleting the last one withdraws.
+    (tmp_path / "archive" / "CMP-SOP-902.md").unlink()
+    upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path, delete=True)
+    run_until(worker, lambda: statuses(database) == {"CMP-SOP-901": "effective", "CMP-SOP-902": "withdrawn"})
+
+
 def test_the_dlq_alarm_watches_visible_messages(queue):
     from ingest.aws.clients import client
 

@@ -26,6 +26,16 @@ def object_missing(exc: BaseException) -> bool:
     return code in ("404", "NoSuchKey", "NotFound")
 
 
+def object_gone(s3: Any, uri: str) -> bool:
+    """Whether s3://bucket/key no longer exists (an error of another kind says nothing: not gone)."""
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    try:
+        s3.head_object(Bucket=bucket, Key=key)
+    except Exception as exc:
+        return object_missing(exc)
+    return False
+
+
 def queue_url(sqs: Any, name: str) -> str:
     return str(sqs.get_queue_url(QueueName=name)["QueueUrl"])
 

@@ -90,7 +90,10 @@ class RecordProcessor:
 
     def _apply(self, change: ObjectChange, context: Any = None) -> IngestResult:
         try:
-            result = self.ingestor.withdraw(change.uri) if change.kind == "removed" else self._ingest(change, context)
+            if change.kind == "removed":
+                result = self.ingestor.withdraw(change.uri, still_there=self._exists)
+            else:
+                result = self._ingest(change, context)
         except Exception as exc:
             if _outside_the_file(exc):
                 raise  # the database or S3: the batch fails the record, and the cause is in the log above
@@ -107,6 +110,18 @@ class RecordProcessor:
         if self.on_result:
             self.on_result(result)
         return result
+
+    def _exists(self, uri: str) -> bool:
+        """Whether s3://bucket/key is in the bucket now; an error other than "no such key" is raised (the
+        record fails and is received again), so a document is never followed to an object not seen."""
+        bucket, _, key = uri.removeprefix("s3://").partition("/")
+        try:
+            self.s3.head_object(Bucket=bucket, Key=key)
+        except self.s3.exceptions.ClientError as exc:
+            if object_missing(exc):
+                return False
+            raise
+        return True
 
     def _ingest(self, change: ObjectChange, context: Any = None) -> IngestResult:
         from ingest.pipeline import IngestResult
