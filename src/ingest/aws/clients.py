@@ -26,14 +26,24 @@ def object_missing(exc: BaseException) -> bool:
     return code in ("404", "NoSuchKey", "NotFound")
 
 
-def object_gone(s3: Any, uri: str) -> bool:
-    """Whether s3://bucket/key no longer exists (an error of another kind says nothing: not gone)."""
+def object_exists(s3: Any, uri: str) -> bool:
+    """Whether s3://bucket/key is in the bucket; an error other than "no such key" is raised."""
     bucket, _, key = uri.removeprefix("s3://").partition("/")
     try:
         s3.head_object(Bucket=bucket, Key=key)
     except Exception as exc:
-        return object_missing(exc)
-    return False
+        if object_missing(exc):
+            return False
+        raise
+    return True
+
+
+def object_gone(s3: Any, uri: str) -> bool:
+    """Whether s3://bucket/key no longer exists (an error of another kind says nothing: not gone)."""
+    try:
+        return not object_exists(s3, uri)
+    except Exception:
+        return False
 
 
 def queue_url(sqs: Any, name: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from ingest.aws.clients import object_missing
+from ingest.aws.clients import object_exists, object_missing
 from ingest.parsers.budget import ParseLimit
 from ingest.pipeline import Ingestor, IngestResult
 from ingest.worker.invocation_deadline import (
@@ -112,16 +112,9 @@ class RecordProcessor:
         return result
 
     def _exists(self, uri: str) -> bool:
-        """Whether s3://bucket/key is in the bucket now; an error other than "no such key" is raised (the
-        record fails and is received again), so a document is never followed to an object not seen."""
-        bucket, _, key = uri.removeprefix("s3://").partition("/")
-        try:
-            self.s3.head_object(Bucket=bucket, Key=key)
-        except self.s3.exceptions.ClientError as exc:
-            if object_missing(exc):
-                return False
-            raise
-        return True
+        # An error other than "no such key" is raised (the record fails and is received again), so a document
+        # is never followed to an object not seen.
+        return object_exists(self.s3, uri)
 
     def _ingest(self, change: ObjectChange, context: Any = None) -> IngestResult:
         from ingest.pipeline import IngestResult
