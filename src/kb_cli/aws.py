@@ -95,11 +95,14 @@ def worker_command(console: Console) -> None:
     def stop(signum: int, _: Any) -> None:
         if requested.is_set():
             # A second signal: do not wait for the batch in hand (a big file takes minutes). Its transaction never
-            # commits, and its messages come back after their visibility timeout.
+            # commits, and its messages are made visible again at once for the next worker.
             from kb_core.db.embedded import release_held
 
+            handed_back = worker.hand_back()
             logging.getLogger("kosha.worker").warning(
-                "signal %d again: stopping at once; the batch in hand is not finished and is received again", signum
+                "signal %d again: stopping at once; the batch in hand is not finished%s",
+                signum,
+                f" and is back in the queue ({counted(handed_back, 'message')})" if handed_back else "",
             )
             release_held()
             os._exit(128 + signum)

@@ -113,4 +113,37 @@ def test_a_second_sigterm_stops_a_worker_at_once_without_finishing_the_file_in_h
     assert time.monotonic() - again < 10
     text = log.read_text()
     assert "stopping at once; the batch in hand is not finished" in text and "Traceback" not in text, text
+    assert "and is back in the queue (1 message)" in text, text
     assert not documents(database)
+
+
+def test_a_worker_stopping_at_once_hands_its_batch_back_to_the_queue_at_once(queue, ingestor, tmp_path):
+    # Found walking it as the operator: after a second SIGTERM the file in hand stayed in flight for the
+    # visibility timeout (6 minutes on the LLD's queue), and a restarted worker sat idle until then.
+    import threading
+
+    from ingest.worker.poller import visibility_entries
+
+    write(tmp_path / "docs" / "CMP-SOP-991.md", markdown_document("CMP-SOP-991"))
+    worker = worker_for(queue, ingestor)
+    held, release = threading.Event(), threading.Event()
+
+    def in_hand(messages):  # type: ignore[no-untyped-def]
+        # As a production queue's heartbeat keeps it: hidden for the LLD's 360 s while it is worked on.
+        queue.sqs.change_message_visibility_batch(
+            QueueUrl=queue.stack.queue_url, Entries=visibility_entries(messages, 360)
+        )
+        held.set()
+        release.wait(30)
+        return set()
+
+    worker.process = in_hand  # type: ignore[method-assign]
+    thread = threading.Thread(target=worker.run, kwargs={"until": release.is_set}, daemon=True)
+    thread.start()
+    upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path / "docs")
+    assert held.wait(30)
+    assert worker.hand_back() == 1
+    again = queue.sqs.receive_message(QueueUrl=queue.stack.queue_url, WaitTimeSeconds=5).get("Messages", [])
+    release.set()
+    thread.join(10)
+    assert len(again) == 1 and "CMP-SOP-991.md" in again[0]["Body"]

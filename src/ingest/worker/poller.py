@@ -92,6 +92,7 @@ class SqsWorker:
         # Set while a batch is in hand (received, not yet deleted or handed back): what a process that runs the
         # worker in a thread waits for before it exits and takes the database with it (`kb up`).
         self.in_hand = threading.Event()
+        self._batch: list[dict[str, Any]] = []  # the messages in hand, for hand_back()
         self.stats = WorkerStats()
 
     def run(self, *, until: Callable[[], bool] | None = None, heartbeat: Path | None = None) -> WorkerStats:
@@ -122,6 +123,7 @@ class SqsWorker:
                 self._release(messages)
                 break
             self.in_hand.set()
+            self._batch = messages
             try:
                 self.process(messages)
             except (ClientError, BotoCoreError) as exc:
@@ -138,8 +140,23 @@ class SqsWorker:
                 self.in_hand.clear()
                 self.stop.wait(pause)
             finally:
+                self._batch = []
                 self.in_hand.clear()
         return self.stats
+
+    def hand_back(self) -> int:
+        """Make the messages in hand visible again at once, for a worker stopping without finishing them: they
+        came back only after their visibility timeout (6 minutes), with no worker able to take them meanwhile
+        (found walking it). One try, no retries: the process is on its way out. How many were handed back."""
+        batch = self._batch
+        if not batch:
+            return 0
+        try:
+            self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=visibility_entries(batch, 0))
+        except (ClientError, BotoCoreError) as exc:
+            log.warning("could not hand back the batch in hand (%s): it returns after its visibility timeout", exc)
+            return 0
+        return len(batch)
 
     def wind_down(self, grace_s: float | None = None, *, on_wait: Callable[[], None] | None = None) -> None:
         """Stop a worker that `run`s in another thread: the batch in hand, if any, is finished first (within
