@@ -34,7 +34,9 @@ class DeadMessage:
     source_uri: str | None  # None when the body is not an S3 event
     receives: int
     last_error: str | None
-    since_ingested: str | None = None  # "CMP-SOP-091 v1.0": its object was ingested after the failure
+    # "CMP-SOP-091 v1.0 was ingested from it" or "... was found already stored (unchanged) in it": what reading its
+    # object gave after the failure
+    since_ingested: str | None = None
     object_gone: bool = False  # its object is no longer in the bucket (deleted since)
     # The newest failure recorded for its object predates this message: an earlier upload's, not its own. Its own
     # went unrecorded (the database was down, or the worker stopped mid-file).
@@ -138,7 +140,12 @@ def _recorded(
             ).fetchall()
         }
         ingested: dict[str, tuple[str, datetime]] = {
-            uri: (f"{doc_code} v{version}", at)
+            # Found walking it: a file put back as it was stored is "unchanged", not "ingested".
+            uri: (
+                f"{doc_code} v{version} "
+                + ("was ingested from it" if outcome == "ingested" else "was found already stored (unchanged) in it"),
+                at,
+            )
             for uri, outcome, doc_code, version, at in conn.execute(
                 """SELECT DISTINCT ON (source_uri) source_uri, outcome, doc_code, version, at FROM kb.ingest_log
                    WHERE source_uri = ANY(%s) AND outcome <> 'deferred'

@@ -149,6 +149,14 @@ def check_version_claim(
             "in the header block and set `effective_date` to the day the revision takes effect; if it is another "
             "document, give it its own doc code. The stored version is unchanged"
         )
+    if row[3] == "draft" and header.status == "effective":
+        # Found walking it: the natural way to publish a draft (change its status) got "to revise it", with no
+        # word of publishing.
+        raise UnversionedRevision(
+            f"{header.doc_code} version {header.version} is stored as a draft, and a version's text and status "
+            "never change once stored: to publish it, give the effective file a new `version` (e.g. the next "
+            "minor one) with `effective_date` the day it takes effect; the draft stays listed as a draft"
+        )
     withdrawn = " (withdrawn)" if row[3] == "withdrawn" else ""
     raise UnversionedRevision(
         f"{header.doc_code} version {header.version}{withdrawn} is already stored with other content, and a "

@@ -60,7 +60,7 @@ def print_status(console: Console, settings: Settings, status: QueueStatus, *, d
                 )
             elif dead.since_ingested:
                 console.print(
-                    f"    since fixed: {dead.since_ingested} was ingested from it after that failure; "
+                    f"    since fixed: {dead.since_ingested} after that failure; "
                     "`.venv/bin/poe corpus:redrive` clears this dead letter (it ingests as unchanged)",
                     soft_wrap=True,
                     highlight=False,

@@ -55,6 +55,17 @@ def test_a_changed_file_without_a_new_version_is_refused_and_the_stored_version_
     assert counting_embedder.calls == calls  # refused before any embedding
 
 
+def test_a_draft_published_by_changing_its_status_is_told_how_to_publish_it(ingestor, database):
+    # Found walking it as the operator: the refusal spoke of revising, with no word of publishing.
+    ingest_text(ingestor, markdown_document(status="draft"))
+    before = snapshot(database.ingest)
+    result = ingest_text(ingestor, markdown_document(status="effective"))
+    assert result.outcome == "failed" and "\n" not in (result.reason or "")
+    assert (result.reason or "").startswith("CMP-SOP-901 version 1.0 is stored as a draft")
+    assert "to publish it, give the effective file a new `version`" in (result.reason or "")
+    assert snapshot(database.ingest) == before
+
+
 def test_the_same_file_revised_with_a_new_version_keeps_both_versions(ingestor, database):
     ingest_text(ingestor, markdown_document(version="1.0", effective_date="2025-01-01"))
     revised = markdown_document(version="1.1", effective_date="2026-01-01", sections={"1. Purpose": "Revised."})

@@ -450,3 +450,18 @@ def test_kb_up_stopping_waits_for_the_batch_in_hand_and_not_for_an_idle_long_pol
     stopping.join(10)
     assert not stopping.is_alive() and not worker.in_hand.is_set()
     assert worker.stats.batches == 1 and worker.stats.succeeded == 1  # finished and deleted, not cut off
+
+
+def test_a_dead_letters_fix_says_whether_its_file_was_ingested_or_found_already_stored(database):
+    # Found walking it as the operator: a file put back as it was stored read "was ingested from it" in
+    # `kb aws status`, though the worker had found it unchanged.
+    from ingest.queue_status import _recorded
+    from ingest.upsert import log_event
+
+    with psycopg.connect(database.ingest) as conn:
+        for uri, outcome in (("s3://kb/put-back.md", "unchanged"), ("s3://kb/fixed.md", "ingested")):
+            log_event(conn, uri, "failed", detail="bad header")
+            log_event(conn, uri, outcome, doc_code="CMP-SOP-901", version="1.0")
+    _, since, _, _ = _recorded(database.ingest, ["s3://kb/put-back.md", "s3://kb/fixed.md"], 10)
+    assert since["s3://kb/put-back.md"][0] == "CMP-SOP-901 v1.0 was found already stored (unchanged) in it"
+    assert since["s3://kb/fixed.md"][0] == "CMP-SOP-901 v1.0 was ingested from it"
