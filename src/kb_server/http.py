@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections import OrderedDict
@@ -28,7 +29,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kb_core.settings import ServerSettings
 from kb_server.http_guard import OriginHostMiddleware, transport_security
@@ -125,7 +126,38 @@ class BearerAuthMiddleware:
         )
         # A chunked body is not cut off here: raising from receive() was a 500. The SDK's
         # RequestBodyLimitMiddleware (max_request_body_size in build_http_app) answers it with 413.
-        await self.app(scope, receive, send)
+        await self.app(scope, receive, _saying_what_ended_a_session(send))
+
+
+# Found walking it: after a server restart every client's next request got the SDK's bare "Session not found",
+# and nothing said what to do. The spec's answer (404; the client starts a new session) is kept, with the why.
+SESSION_GONE = (
+    "Session not found: it has ended (the server restarted, or it was deleted or idle for 30 minutes), or it is "
+    "another token's; start a new session with initialize"
+)
+
+
+def _saying_what_ended_a_session(send: Send) -> Send:
+    held: Message | None = None
+
+    async def wrapped(message: Message) -> None:
+        nonlocal held
+        if message["type"] == "http.response.start" and message["status"] == 404:
+            held = message  # sent with its body, whose length may change
+            return
+        if held is not None and message["type"] == "http.response.body":
+            body = message.get("body", b"")
+            start, held = held, None
+            if not message.get("more_body") and b'"Session not found"' in body:
+                body = body.replace(b'"Session not found"', json.dumps(SESSION_GONE).encode())
+                headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
+                start = {**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
+            await send(start)
+            await send({**message, "body": body})
+            return
+        await send(message)
+
+    return wrapped
 
 
 def unsupported_version(version: str) -> str:

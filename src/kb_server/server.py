@@ -325,6 +325,12 @@ async def _not_found_in(
     )
 
 
+def stripped(value: Any) -> Any:
+    """Spaces around a text argument are not part of it (" 2025-01-01 " was refused as no date, where a doc code
+    with spaces around it was read)."""
+    return value.strip() if isinstance(value, str) else value
+
+
 AS_OF = Field(
     description="A date (YYYY-MM-DD): answer with each document's version in force on that date (superseded and "
     "withdrawn versions included when they were in force). Default: the current versions."
@@ -426,7 +432,7 @@ def _register_tools(server: MCPServer) -> None:
             Field(ge=1, le=50, description="How many chunks to return (at most 8 are); null: 5."),
             BeforeValidator(not_a_boolean),
         ] = DEFAULT_TOP_K,
-        as_of: Annotated[date | None, AS_OF] = None,
+        as_of: Annotated[date | None, AS_OF, BeforeValidator(stripped)] = None,
     ) -> SearchResult:
         # null as for every other optional argument: clients in strict function-calling mode send null for an
         # argument they leave out (found walking it: "top_k must be a whole number ... (got null)").
@@ -479,7 +485,7 @@ def _register_tools(server: MCPServer) -> None:
         version: Annotated[
             str | None, Field(description="For example 2.0; default: the effective version.", max_length=20)
         ] = None,
-        as_of: Annotated[date | None, AS_OF] = None,
+        as_of: Annotated[date | None, AS_OF, BeforeValidator(stripped)] = None,
     ) -> DocumentDetail:
         code = _check_doc_code(doc_code)
         pinned = _check_version(version) if version is not None else None
@@ -521,7 +527,7 @@ def _register_tools(server: MCPServer) -> None:
         status: Annotated[
             str | None, Field(description="effective, superseded, draft or withdrawn.", max_length=20)
         ] = None,
-        as_of: Annotated[date | None, AS_OF] = None,
+        as_of: Annotated[date | None, AS_OF, BeforeValidator(stripped)] = None,
     ) -> DocumentList:
         if department is not None:
             (department,) = check_departments([department]) or [department]

@@ -269,6 +269,15 @@ async def test_a_null_top_k_means_the_default_as_a_null_for_any_other_optional_a
     assert len(cited) == 5 and cited == [d["citation"] for d in left_out.structured_content["documents"]]
 
 
+async def test_a_date_with_spaces_around_it_is_read_as_the_date(corpus_database, local_embedder):
+    # Found walking it: " 2025-01-01 " was refused as no date, where a doc code with spaces around it was read.
+    async with client_as(corpus_database, Role.ANALYST, local_embedder) as client:
+        spaced = await client.call_tool("get_document", {"doc_code": "CMP-SOP-004", "as_of": " 2025-09-15 "})
+        plain = await client.call_tool("get_document", {"doc_code": "CMP-SOP-004", "as_of": "2025-09-15"})
+    assert not spaced.is_error, spaced.content[0].text
+    assert spaced.structured_content["version"] == plain.structured_content["version"] == "2.0"
+
+
 async def test_versions_sent_as_numbers_are_refused_saying_to_send_them_as_text(corpus_database, local_embedder):
     # The MCP Inspector sends --tool-arg version=2.0 as the number 2; "(got 2)" read as the server misreading it.
     async with client_as(corpus_database, Role.ANALYST, local_embedder) as client:
