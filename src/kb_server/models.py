@@ -153,6 +153,16 @@ def future_as_of_hint(as_of: date) -> str:
 
 # Search with as_of answers from the stored versions alone (found walking it: v2.0 came back for a date when a
 # v3.0, listed in v3.1's revision history but never ingested, was in force).
+def unstored_between_hint(older: str, newer: str, newer_date: date, between: list[tuple[str, date]]) -> str:
+    listed = ", ".join(f"v{version} (effective {when.isoformat()})" for version, when in between)
+    return (
+        f"v{newer}'s revision history lists {listed} between v{older} and v{newer}, not among the versions you may "
+        f"read here: a change shown "
+        f"may have taken effect with {'that version' if len(between) == 1 else 'one of them'}, not with v{newer} on "
+        f"{newer_date.isoformat()}; read v{newer}'s revision history before dating a change"
+    )
+
+
 POINT_IN_TIME_CAVEAT = (
     "a version superseded or withdrawn since is returned for as_of (each chunk's status says which): it is the "
     "latest stored version effective on that date, and a version never stored is not known here; before quoting "
@@ -209,6 +219,11 @@ class VersionComparison(BaseModel):
     unchanged_sections: int
     truncated: bool = Field(False, description="True when the 12 KB cap dropped sentences; read the citations.")
     warning: str | None = Field(None, description="Set when a compared section is injection-suspect.")
+    hint: str | None = Field(
+        None,
+        description="Set when the newer version's revision history lists versions between the two that are not "
+        "stored: a change shown may date from one of them, not from to_version's effective date.",
+    )
 
 
 class QuoteDifference(BaseModel):

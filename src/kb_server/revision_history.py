@@ -51,3 +51,11 @@ def unstored_in_force(
         return None
     when, version = max(unknown)
     return version, when
+
+
+def unstored_between(
+    listed: Iterable[tuple[str, date]], stored: set[str], *, after: date, before: date
+) -> list[tuple[str, date]]:
+    """The versions the history lists as taking effect after `after` and before `before` that are not stored,
+    oldest first, each once: a change between the two stored versions may have come with any of them."""
+    return sorted({(v, w) for v, w in listed if after < w < before and v not in stored}, key=lambda vw: vw[1])

@@ -72,11 +72,12 @@ from kb_server.models import (
     no_such_document,
     only_mentioned,
     point_in_time_hint,
+    unstored_between_hint,
     unstored_version_hint,
 )
 from kb_server.quotes import normalized_quote
 from kb_server.readiness import ReadinessProbe, attach_probe
-from kb_server.revision_history import listed_versions, unstored_in_force
+from kb_server.revision_history import listed_versions, unstored_between, unstored_in_force
 from kb_server.search import DEFAULT_FUSION, Hit, hybrid_search
 from kb_server.version_tools import comparison_of, verification_of
 
@@ -571,7 +572,16 @@ def _register_tools(server: MCPServer) -> None:
                 if document is None:
                     raise ToolError(await _not_found_in(conn, ctx, code, version))
                 read.append(document)
-        return comparison_of(*read)
+        comparison = comparison_of(*read)
+        # Found walking it as a compliance officer: CMP-SOP-004 2.0 -> 3.1 showed the $10,000 -> $7,500 change
+        # against 3.1's 2026-03-01, though 3.1's own history lists 3.0 (2025-10-01), never stored, in between.
+        older, newer = sorted(read, key=lambda d: d.effective_date)
+        history = listed_versions((s.section_path, s.content) for s in newer.sections)
+        stored = {v for v, _, _ in newer.stored_versions}
+        between = unstored_between(history, stored, after=older.effective_date, before=newer.effective_date)
+        if between:
+            comparison.hint = unstored_between_hint(older.version, newer.version, newer.effective_date, between)
+        return comparison
 
     @server.tool(
         title="Verify a quote against its citation",

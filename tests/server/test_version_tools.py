@@ -68,6 +68,11 @@ async def test_compare_versions_reports_the_changed_edd_threshold_with_citations
     # Only what differs: the purpose and scope are the same in both versions, and no sentence is unchanged.
     assert not any(c.endswith(("#1", "#2")) for c in changed) and content["unchanged_sections"] >= 2
     assert all(c["before"] != c["after"] for section in content["changed"] for c in section["changes"])
+    # Found walking it: the $7,500 change read as v3.1's (2026-03-01); v3.1's own history dates it to v3.0.
+    assert content["hint"].startswith(
+        "v3.1's revision history lists v3.0 (effective 2025-10-01) between v2.0 and v3.1, not among the versions "
+        "you may read here: a change shown may have taken effect with that version, not with v3.1 on 2026-03-01"
+    )
     assert content["added"] == [] and content["removed"] == [] and content["truncated"] is False
 
 
