@@ -129,6 +129,16 @@ def point_in_time_hint(doc_code: str, version: str, as_of: date, following: tupl
     )
 
 
+def replaced_unseen_hint(doc_code: str, version: str, as_of: date) -> str:
+    """A superseded version with no later version the caller may read: the one that replaced it is above the
+    caller's ceiling (or withdrawn), and when it took effect cannot be said here."""
+    return (
+        f"{doc_code} v{version} is superseded, and no later version is among those you may read: a version you "
+        f"cannot read replaced it, possibly before {as_of.isoformat()}; do not quote v{version} as in force on "
+        f"{as_of.isoformat()} without asking someone who may read the document's later versions"
+    )
+
+
 def unstored_version_hint(
     doc_code: str, version: str, as_of: date, following: tuple[str, date], unstored: tuple[str, date]
 ) -> str:

@@ -72,6 +72,7 @@ from kb_server.models import (
     no_such_document,
     only_mentioned,
     point_in_time_hint,
+    replaced_unseen_hint,
     unstored_between_hint,
     unstored_version_hint,
 )
@@ -499,6 +500,10 @@ def _register_tools(server: MCPServer) -> None:
             detail = document_detail(document)
             if as_of is not None and as_of > date.today():
                 detail.hint = future_as_of_hint(as_of)
+            elif as_of is not None and document.status == "superseded" and document.next_stored() is None:
+                # Found walking it: a version replaced by one above the caller's ceiling came back as in force
+                # for a date after the replacement, without a word.
+                detail.hint = replaced_unseen_hint(document.doc_code, document.version, as_of)
             elif as_of is not None and (following := document.next_stored()) is not None:
                 detail.hint = point_in_time_hint(document.doc_code, document.version, as_of, following)
                 # The history of the version that replaced it may name one in between that was never stored.

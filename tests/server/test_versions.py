@@ -201,3 +201,30 @@ async def test_a_search_before_anything_was_in_force_says_when_the_earliest_docu
     assert later["documents"] and later["hint"] == future_as_of_hint(date(2030, 1, 1))
     assert listed_before["documents"] == [] and listed_before["hint"] == before["hint"]
     assert listed_on["documents"] and listed_on["hint"] is None
+
+
+async def test_a_version_replaced_by_one_above_the_callers_ceiling_is_not_quoted_as_in_force_unsaid(
+    ingestor, database, local_embedder
+):
+    # Found walking it as a security reviewer: v1.0 (internal) came back to a support agent as the version in
+    # force on a date after v2.0 (restricted) had replaced it, with no hint. Its status already says superseded;
+    # the hint says what that means for the date, and names nothing above the ceiling.
+    from types import SimpleNamespace
+
+    from tests.support.documents import markdown_document
+
+    for version, day, level in (("1.0", "2026-01-01", "internal"), ("2.0", "2026-06-01", "restricted")):
+        document = markdown_document(
+            "CSP-GDE-907", version=version, effective_date=day, classification=level, title="Goodwill Exceptions"
+        )
+        assert ingestor.ingest(document.encode(), name=f"g{version}.md", source_uri=f"s3://kb/g{version}.md").outcome
+    targets = SimpleNamespace(targets=database)
+    async with client_as(targets, Role.SUPPORT_AGENT, local_embedder) as client:
+        agent = await client.call_tool("get_document", {"doc_code": "CSP-GDE-907", "as_of": "2026-07-01"})
+    async with client_as(targets, Role.COMPLIANCE_OFFICER, local_embedder) as client:
+        officer = await client.call_tool("get_document", {"doc_code": "CSP-GDE-907", "as_of": "2026-07-01"})
+    assert agent.structured_content["version"] == "1.0" and agent.structured_content["status"] == "superseded"
+    hint = agent.structured_content["hint"]
+    assert hint.startswith("CSP-GDE-907 v1.0 is superseded, and no later version is among those you may read")
+    assert "2.0" not in hint and "2026-06-01" not in hint
+    assert officer.structured_content["version"] == "2.0" and officer.structured_content["hint"] is None
