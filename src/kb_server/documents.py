@@ -34,8 +34,13 @@ WHERE doc_code = %(doc_code)s ORDER BY version_key DESC"""
 # Withdrawn versions only when asked for by status, or as of a date when they were in force.
 _LIST = f"""
 SELECT doc_code, title, version, status::text, effective_date, department, classification::text, owner,
-       withdrawn_at, count(*) OVER () AS total
-FROM kb.documents
+       withdrawn_at,
+       -- A header field that talks to an AI flags every chunk (ingest.injection.HEADER_RULE): the title listed
+       -- here is that text, so the entry says so too.
+       (SELECT 'header-field' FROM kb.chunks c
+        WHERE c.doc_id = d.doc_id AND c.injection_rule LIKE '%%header-field%%' LIMIT 1) AS injection_rule,
+       count(*) OVER () AS total
+FROM kb.documents d
 WHERE (%(department)s::text IS NULL OR department = %(department)s)
   AND CASE WHEN %(status)s::text IS NOT NULL THEN status = %(status)s::kb.doc_status
            ELSE status <> 'withdrawn' OR %(as_of)s::date IS NOT NULL END
@@ -67,6 +72,7 @@ class ListedDocument:
     classification: str
     owner: str
     withdrawn_at: datetime | None = None
+    injection_rule: str | None = None  # "header-field" when its title, owner or refs talk to an AI
 
     @property
     def citation(self) -> str:
@@ -118,7 +124,7 @@ async def fetch_document(
         classification,
         owner,
         withdrawn,
-        list(refs),
+        regulatory_refs=list(refs),
         versions=[v for v, _, _ in stored],
         stored_versions=[(v, d, status) for v, d, status in stored],
         sections=join_sections(await chunks.fetchall()),

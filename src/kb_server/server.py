@@ -54,7 +54,13 @@ from kb_server.documents import (
     readable_versions,
 )
 from kb_server.identifiers import document_codes_in
-from kb_server.injection_warnings import DOCUMENT_WARNING, SECTION_WARNING, search_warning
+from kb_server.injection_warnings import (
+    DOCUMENT_WARNING,
+    HEADER_RULE,
+    SECTION_WARNING,
+    list_warning,
+    search_warning,
+)
 from kb_server.models import (
     NEAREST_IN_MEANING_ONLY,
     NOTICE,
@@ -551,7 +557,14 @@ def _register_tools(server: MCPServer) -> None:
                     conn, caller_role(ctx), as_of=as_of, departments=[department] if department else None
                 )
         summaries = [summary_of(row) for row in rows]
-        return DocumentList(documents=summaries, total=total, truncated=total > len(summaries), hint=hint)
+        flagged = sum(summary.injection_suspect for summary in summaries)
+        return DocumentList(
+            documents=summaries,
+            total=total,
+            truncated=total > len(summaries),
+            hint=hint,
+            warning=list_warning(flagged) if flagged else None,
+        )
 
     @server.tool(
         title="Compare two versions of a document",
@@ -673,7 +686,8 @@ def _no_section(document: StoredDocument, section: str) -> str:
 
 def summary_of(document: ListedDocument) -> DocumentSummary:
     metadata = {f.name: getattr(document, f.name) for f in fields(ListedDocument)}
-    return DocumentSummary(**metadata, citation=document.citation)
+    suspect = document.injection_rule is not None
+    return DocumentSummary(**metadata, citation=document.citation, injection_suspect=suspect)
 
 
 def document_detail(document: StoredDocument) -> DocumentDetail:
@@ -683,6 +697,8 @@ def document_detail(document: StoredDocument) -> DocumentDetail:
         other_versions=[v for v in document.versions if v != document.version],
         sections=[],
     )
+    if any(HEADER_RULE in (s.injection_rule or "").split(",") for s in document.sections):
+        detail.injection_suspect, detail.injection_rule = True, HEADER_RULE  # its title, owner or refs
     for section in document.sections:
         entry = Section(
             section_path=section.section_path or document.title,

@@ -102,6 +102,7 @@ async def test_a_search_returns_cited_chunks_in_the_llds_shape(corpus_database, 
         "injection_suspect",
         "injection_rule",
         "status",  # added (README changelog): the LLD's fields are all still there, unchanged
+        "withdrawn_at",  # added (README changelog): null unless the version was withdrawn
     }
     assert top["status"] == "effective"
     assert top["citation"].startswith(f"kb://{top['department']}/{top['doc_code']}@{top['version']}#")
