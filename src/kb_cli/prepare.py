@@ -30,6 +30,17 @@ def prepare_database(settings: Settings, *, login: Literal["server", "ingest"] =
     from kb_core.embedders import embedding_space_for
 
     space = embedding_space_for(settings.embedding)
+    if settings.database.embedded:
+        state = settings.database.state_dir
+        try:
+            state.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            # Found walking it: a state directory under a file was reported as the database not starting, with
+            # a log to read under a folder that cannot exist.
+            raise NotReady(
+                f"KB_STATE_DIR {state} cannot be made a folder ({exc.strerror or exc}); set KB_STATE_DIR to a folder "
+                "you can write"
+            ) from None
     try:
         targets = resolve_database(settings.database)
     except psycopg.OperationalError as exc:

@@ -197,3 +197,16 @@ def test_kb_db_stop_with_database_url_set_touches_no_embedded_database(fresh_sta
     done = run_kb(fresh_state_dir, "db", "stop", "--force", DATABASE_URL=UNREACHABLE)
     assert done.returncode == 2
     assert done.stderr.strip() == "DATABASE_URL is set: the embedded database is not used, there is nothing to stop"
+
+
+def test_a_state_directory_that_cannot_be_a_folder_is_named_in_one_line(tmp_path: Path) -> None:
+    # Found walking it: under a file, it read "the embedded database did not start (NotADirectoryError ...); see
+    # <state>/pgdata/log", a log under a folder that cannot exist.
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    done = run_kb(blocker / "state", "search", "wire transfer")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"error: KB_STATE_DIR {blocker / 'state'} cannot be made a folder (Not a directory); set KB_STATE_DIR to a "
+        "folder you can write"
+    )
