@@ -251,12 +251,18 @@ def test_a_message_delivered_twice_creates_no_duplicate_and_no_second_embedding_
         assert conn.execute("SELECT count(*) FROM kb.chunks").fetchone()[0] == 2
 
 
-def test_deleting_an_object_withdraws_its_document(queue, ingestor, database, tmp_path):
+def two_documents_served(queue, ingestor, database, tmp_path):  # type: ignore[no-untyped-def]
+    """CMP-SOP-901 and -902 uploaded from tmp_path and ingested by a worker, which is returned."""
     write(tmp_path / "CMP-SOP-901.md", markdown_document("CMP-SOP-901"))
     write(tmp_path / "CMP-SOP-902.md", markdown_document("CMP-SOP-902"))
     upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
     worker = worker_for(queue, ingestor)
     run_until(worker, lambda: len(documents(database)) == 2)
+    return worker
+
+
+def test_deleting_an_object_withdraws_its_document(queue, ingestor, database, tmp_path):
+    worker = two_documents_served(queue, ingestor, database, tmp_path)
     (tmp_path / "CMP-SOP-902.md").unlink()
     report = upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path, delete=True)
     assert report.deleted == ["CMP-SOP-902.md"]
@@ -276,11 +282,7 @@ def test_a_file_renamed_or_moved_while_served_keeps_its_document_followed_from_i
 ):
     # Found walking it as the operator: the new key arrived "unchanged, identical to" the old one, then the old
     # key's removal withdrew the document, and uploading again changed nothing (the bucket already held it).
-    write(tmp_path / "CMP-SOP-901.md", markdown_document("CMP-SOP-901"))
-    write(tmp_path / "CMP-SOP-902.md", markdown_document("CMP-SOP-902"))
-    upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
-    worker = worker_for(queue, ingestor)
-    run_until(worker, lambda: len(documents(database)) == 2)
+    worker = two_documents_served(queue, ingestor, database, tmp_path)
     (tmp_path / "archive").mkdir()
     (tmp_path / "CMP-SOP-902.md").rename(tmp_path / "archive" / "CMP-SOP-902.md")
     report = upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path, delete=True)
