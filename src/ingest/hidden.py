@@ -128,7 +128,8 @@ def _see_through(css: dict[str, str]) -> str | None:
     opacity = _length(css.get("opacity", ""))
     if opacity is None or opacity[1] not in ("", "%"):
         return None
-    return "opacity:0" if opacity[0] / (100 if opacity[1] == "%" else 1) < 0.1 else None
+    share = opacity[0] / (100 if opacity[1] == "%" else 1)
+    return "opacity:0" if share <= 0 else "opacity under 0.1" if share < 0.1 else None
 
 
 def _off_screen(css: dict[str, str]) -> str | None:

@@ -403,7 +403,7 @@ class Ingestor:
         with self.conn.transaction():
             followed = follow_copy(self.conn, source_uri, still_there) if still_there else None
             if followed is not None:
-                log_event(self.conn, source_uri, "unchanged", detail=f"object removed; now followed from {followed}")
+                log_event(self.conn, source_uri, "unchanged", detail=f"moved: now followed from {followed}")
                 return IngestResult(source_uri, "unchanged", reason=f"moved: now followed from {followed}")
             removed = withdraw(self.conn, source_uri, retention_days=self.withdrawn_retention_days)
         versions = ", ".join(f"{code} v{version}" for code, version in removed) or NOTHING_STORED

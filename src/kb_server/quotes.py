@@ -30,6 +30,7 @@ _TYPOGRAPHIC = {
 # Markdown emphasis (`**bold**`, `_italic_`); not part of what the text says. An underscore inside a name
 # (max_bytes) is dropped on both sides alike, so the name still matches itself.
 _MARKUP = frozenset("*_")
+_LIST_MARKER = re.compile(r"(?m)^[ \t]*([-+]|\d{1,3}[.)])(?= )")  # a list item's marker at the start of its line
 _BULLETS = frozenset("\u2022\u25e6\u25aa\u25ab\u2023\u2043\u2219\u25cf\u25cb\u25a0\u25a1")  # • ◦ ▪ ▫ ‣ ⁃ ∙ ● ○ ■ □
 # A sentence (or list item) ends at . ! ? or ; before a space, but not after a digit ("1." of a numbered item).
 _SENTENCE_END = re.compile(r"(?<![0-9])[.!?;](?=\s|$)")
@@ -54,12 +55,11 @@ class Normalized:
 def normalize(text: str) -> Normalized:
     chars: list[str] = []
     origin: list[int] = []
-    line_start = True  # nothing but spaces since the last line break
+    # A list's marker, however drawn: found walking it, a list copied from the PDF ("• involves funds") was not
+    # found in the stored "- involves funds", nor a numbered list ("1. ...") copied as a client renders it.
+    markers = {i for m in _LIST_MARKER.finditer(text) for i in range(m.start(1), m.end(1))}
     for index, ch in enumerate(text):
-        at_line_start, line_start = line_start, ch == "\n" or (line_start and ch in " \t")
-        if ch in _MARKUP or ch in _BULLETS or (at_line_start and ch in "-+" and text[index + 1 : index + 2] == " "):
-            # A list's bullet, however drawn: found walking it, a list copied from the PDF ("• involves funds")
-            # was not found in the stored "- involves funds".
+        if ch in _MARKUP or ch in _BULLETS or index in markers:
             continue
         mapped = unicodedata.normalize("NFKC", _TYPOGRAPHIC.get(ch, ch)).casefold()
         for out in mapped:

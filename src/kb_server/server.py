@@ -57,6 +57,7 @@ from kb_server.identifiers import document_codes_in
 from kb_server.injection_warnings import (
     DOCUMENT_WARNING,
     HEADER_RULE,
+    HEADER_WARNING,
     SECTION_WARNING,
     list_warning,
     search_warning,
@@ -713,7 +714,12 @@ def document_detail(document: StoredDocument) -> DocumentDetail:
             detail.truncated = True
         elif detail.truncated:
             entry.content = None
-    if any(s.injection_suspect for s in detail.sections):
+    if detail.injection_suspect:
+        # Found walking it: "some sections contain text ..." for a document whose sections were clean and whose
+        # title was the cause.
+        others = any(set((s.injection_rule or "").split(",")) - {HEADER_RULE, ""} for s in detail.sections)
+        detail.warning = HEADER_WARNING + ("; so does the text of some sections" if others else "")
+    elif any(s.injection_suspect for s in detail.sections):
         detail.warning = DOCUMENT_WARNING
     return detail
 

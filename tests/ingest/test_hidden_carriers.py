@@ -82,7 +82,7 @@ def html_file(body: str, head: str = "") -> bytes:
         (f'<span style="font-size:1px">{SECRET}</span>', "tiny text"),
         (f'<div style="height:0;overflow:hidden">{SECRET}</div>', "zero-size box"),
         (f'<span style="transform:scale(0)">{SECRET}</span>', "scaled to nothing"),
-        (f'<span style="opacity:0.01">{SECRET}</span>', "opacity:0"),
+        (f'<span style="opacity:0.01">{SECRET}</span>', "opacity under 0.1"),
         (f'<span style="/*x*/display:none">{SECRET}</span>', "display:none"),
     ],
 )

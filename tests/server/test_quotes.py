@@ -159,6 +159,14 @@ def test_a_list_copied_with_other_bullets_is_found():
         quote = f"suspect that it:\n{bullet} involves funds from illegal activity;\n{bullet} evades BSA reporting"
         match = check_quote(quote, [stored])
         assert match is not None and match.found, bullet
+    # A numbered list copied with bullets or with no markers at all, as a client renders it (found walking it).
+    numbered = "EDD applies when:\n1. Activity trigger: $7,500 a month;\n2. Geography trigger: a high-risk country;"
+    for copied in (
+        "\u2022 Activity trigger: $7,500 a month;\n\u2022 Geography trigger: a high-risk country;",
+        "Activity trigger: $7,500 a month;\nGeography trigger: a high-risk country;",
+    ):
+        match = check_quote(copied, [numbered])
+        assert match is not None and match.found, copied
     # A minus sign that is no bullet still counts.
     assert not check_quote("from 3 5 percent", ["Rates go from 3 - 5 percent."]).found  # type: ignore[union-attr]
 
