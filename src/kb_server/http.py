@@ -106,7 +106,12 @@ class BearerAuthMiddleware:
             return
         wait = self.per_token.take(hash_token(token.strip()))
         if wait:
-            await _reply(scope, receive, send, 429, "rate limit exceeded for this token", retry_after=wait)
+            # Found walking it: the body said nothing of how long to wait (only Retry-After did) or what sets it.
+            message = (
+                f"rate limit exceeded for this token: try again in {max(1, math.ceil(wait))} s (Retry-After); every "
+                "HTTP request of a session counts (KB_RATE_LIMIT_PER_MINUTE, KB_RATE_LIMIT_BURST on the server)"
+            )
+            await _reply(scope, receive, send, 429, message, retry_after=wait)
             return
         version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
         if version is not None and version not in PROTOCOL_VERSIONS:

@@ -61,6 +61,8 @@ def test_a_token_over_its_rate_gets_429_with_retry_after(http_server):
     statuses = [httpx2.post(f"{url}/mcp", json=body, headers=headers) for _ in range(25)]
     limited = [r for r in statuses if r.status_code == 429]
     assert limited and int(limited[0].headers["retry-after"]) >= 1
+    wait = limited[0].headers["retry-after"]
+    assert limited[0].json()["error"].startswith(f"rate limit exceeded for this token: try again in {wait} s")
     assert all(r.status_code != 429 for r in statuses[:20])  # the burst of 20 is served
 
 
