@@ -437,6 +437,15 @@ class Ingestor:
             pass  # the database itself is what failed; the caller reports the reason
 
 
+def result_line(result: IngestResult) -> str:
+    """One file's outcome for a log: 'ingested s3://…: CMP-SOP-004 v3.1', 'failed s3://…: <why>'."""
+    if result.outcome == "withdrawn" and result.reason == NOTHING_STORED:
+        return f"deleted {result.source_uri}: {NOTHING_STORED}"
+    what = f"{result.doc_code} v{result.version}" if result.doc_code else result.reason or ""
+    why = f" ({result.reason})" if result.doc_code and result.reason else ""
+    return f"{result.outcome} {result.source_uri}: {what}{why}".rstrip(": ")
+
+
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, psycopg.Error):
         return f"database error: {exc.__class__.__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"

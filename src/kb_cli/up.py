@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console
 
-from ingest.pipeline import NOTHING_STORED, IngestResult
+from ingest.pipeline import IngestResult, result_line
 from kb_cli.common import console, friendly_errors, settings_or_exit
 from kb_cli.logs import plain_logging
 from kb_core.embedders import Embedder, make_embedder
@@ -196,13 +196,8 @@ def _run_stack(
         _stop_worker(console, worker)
 
 
-def served_line(result: IngestResult) -> str:
-    """What the log says of a file the worker took while the stack serves: 'ingested s3://…: CMP-SOP-004 v3.1'."""
-    if result.outcome == "withdrawn" and result.reason == NOTHING_STORED:
-        return f"deleted {result.source_uri}: {NOTHING_STORED}"
-    what = f"{result.doc_code} v{result.version}" if result.doc_code else result.reason or ""
-    why = f" ({result.reason})" if result.doc_code and result.reason else ""
-    return f"{result.outcome} {result.source_uri}: {what}{why}"
+# What the log says of a file the worker took while the stack serves (kb worker's log says the same).
+served_line = result_line
 
 
 class StopAtOnce(Exception):

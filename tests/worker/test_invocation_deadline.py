@@ -165,7 +165,7 @@ def test_a_file_over_its_shortened_budget_fails_with_the_budget_named_and_nothin
     assert detail.startswith(f"parsing the document took longer than the {budget:g} s limit (KB_MAX_PARSE_SECONDS 120 ")
     assert "cut to the invocation's time left less KB_WORKER_RESERVE_SECONDS 4), at its chunking" in detail
     warnings = [r.getMessage() for r in caplog.records if r.name == "kosha.worker" and r.levelno == logging.WARNING]
-    assert warnings == [f"failed {uri} ({detail})"]
+    assert warnings == [f"failed {uri}: {detail}"]  # one line per file, as make run logs it
     assert documents(database) == {}
     with psycopg.connect(database.ingest) as conn:
         assert conn.execute("SELECT count(*) FROM kb.chunks").fetchone()[0] == 0

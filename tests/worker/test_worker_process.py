@@ -72,6 +72,8 @@ def test_sigterm_finishes_the_batch_in_hand_then_stops(queue, database, ingestor
     assert process.wait(timeout=120) == 0
     text = log.read_text()
     assert "finishing the batch in hand, if any" in text
+    # Each file's line names what was stored, as make run's does (found walking it: "ingested s3://…" alone).
+    assert re.search(r"INFO ingested s3://\S+\.md: CMP-SOP-\d+ v1\.0", text), text
     reported = re.search(r"stopped: \d+ batch(?:es)?, (\d+) messages? done, 0 failed", text)
     assert reported, text
     assert int(reported.group(1)) == len(documents(database))  # what it took, it finished

@@ -20,7 +20,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from ingest.aws.clients import object_exists, object_missing
 from ingest.parsers.budget import ParseLimit
-from ingest.pipeline import Ingestor, IngestResult
+from ingest.pipeline import Ingestor, IngestResult, result_line
 from ingest.worker.invocation_deadline import (
     MIN_PARSE_SECONDS,
     cut_setting,
@@ -106,7 +106,9 @@ class RecordProcessor:
         # A failure is what the ops engineer has to see: WARNING, with the reason (the message is retried,
         # and after the last receive it goes to the dead-letter queue).
         level = logging.WARNING if result.outcome == "failed" else logging.INFO
-        log.log(level, "%s %s%s", result.outcome, change.uri, f" ({result.reason})" if result.reason else "")
+        # As make run's log says it: the doc code and version, and why (found walking it: `kb worker` said only
+        # "ingested s3://…").
+        log.log(level, "%s", result_line(result))
         if self.on_result:
             self.on_result(result)
         return result
