@@ -112,7 +112,7 @@ def hidden_by_style(style: str) -> str | None:
     for check in (_too_small, _see_through, _off_screen, _clipped):
         if reason := check(css):
             return reason
-    return _hidden_by_colour(css.get("color"), _background_colour(css), "background" in style.lower())
+    return _hidden_by_colour(css.get("color"), css)
 
 
 def _too_small(css: dict[str, str]) -> str | None:
@@ -153,17 +153,18 @@ def _clipped(css: dict[str, str]) -> str | None:
     return "zero-size box" if zero_box and css.get("overflow") in ("hidden", "clip") else None
 
 
-def _hidden_by_colour(
-    color: str | None, background: tuple[int, int, int, float] | None, any_background: bool
-) -> str | None:
+def _hidden_by_colour(color: str | None, css: dict[str, str]) -> str | None:
+    """Why text of colour `color` on the element styled `css` is not seen: see-through, or the colour of the
+    background the same style sets, or white where it sets none."""
     text = _colour(color) if color else None
     if text is None:
         return None
     if text[3] < 0.1:
         return "transparent text"
+    background = _background_colour(css)
     if background is not None and background[3] >= 0.9 and _alike(text, background):
         return "text the colour of its background"
-    if _alike(text, (255, 255, 255, 1.0)) and not any_background:
+    if _alike(text, (255, 255, 255, 1.0)) and not any(name.startswith("background") for name in css):
         return "white text"
     return None
 
@@ -184,7 +185,7 @@ def hidden_by_attributes(attributes: dict[str, str | None], tag: str | None = No
     if style and (reason := hidden_by_style(style)):
         return reason
     if tag == "font" and attributes.get("color"):
-        return _hidden_by_colour((attributes["color"] or "").lower(), None, bool(style and "background" in style))
+        return _hidden_by_colour((attributes["color"] or "").lower(), _declarations(style or ""))
     return None
 
 

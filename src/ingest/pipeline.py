@@ -245,9 +245,9 @@ class Ingestor:
             chunks = chunk_document(document, max_tokens=max_tokens)
             deadline.check("document", "its chunking")
             prepared = []
+            fields = header_text(header.title, header.owner, header.regulatory_refs)
             for number, chunk in enumerate(chunks, start=1):
                 text = chunk.embedding_text(header.title) if self.contextual_prefix else chunk.content
-                fields = header_text(header.title, header.owner, header.regulatory_refs)
                 findings = tuple(scan_chunk(chunk.section_path, chunk.content, fields))
                 prepared.append(PreparedChunk(chunk, text, embedding_sha256(self.embedder.space.model, text), findings))
                 deadline.check("document", f"the injection scan of chunk {number:,} of {len(chunks):,}")
@@ -403,8 +403,9 @@ class Ingestor:
         with self.conn.transaction():
             followed = follow_copy(self.conn, source_uri, still_there) if still_there else None
             if followed is not None:
-                log_event(self.conn, source_uri, "unchanged", detail=f"moved: now followed from {followed}")
-                return IngestResult(source_uri, "unchanged", reason=f"moved: now followed from {followed}")
+                moved = f"moved: now followed from {followed}"
+                log_event(self.conn, source_uri, "unchanged", detail=moved)
+                return IngestResult(source_uri, "unchanged", reason=moved)
             removed = withdraw(self.conn, source_uri, retention_days=self.withdrawn_retention_days)
         versions = ", ".join(f"{code} v{version}" for code, version in removed) or NOTHING_STORED
         return IngestResult(source_uri, "withdrawn", reason=versions)

@@ -168,7 +168,7 @@ def _run_stack(
                 bar[0](result)
             elif settled.is_set() and result.outcome != "failed":  # a failure is the worker's WARNING line already
                 # Files uploaded while it serves: found walking it, the log showed only the failures.
-                console.print(served_line(result), highlight=False, soft_wrap=True)
+                console.print(result_line(result), highlight=False, soft_wrap=True)
             results[result.source_uri] = result
 
     # One model for the worker and the server: a second copy would cost the process another ~150 MB.
@@ -194,10 +194,6 @@ def _run_stack(
         return 0
     finally:
         _stop_worker(console, worker)
-
-
-# What the log says of a file the worker took while the stack serves (kb worker's log says the same).
-served_line = result_line
 
 
 class StopAtOnce(Exception):

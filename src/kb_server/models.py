@@ -165,18 +165,18 @@ def future_as_of_hint(as_of: date) -> str:
     )
 
 
-# Search with as_of answers from the stored versions alone (found walking it: v2.0 came back for a date when a
-# v3.0, listed in v3.1's revision history but never ingested, was in force).
 def unstored_between_hint(older: str, newer: str, newer_date: date, between: list[tuple[str, date]]) -> str:
     listed = ", ".join(f"v{version} (effective {when.isoformat()})" for version, when in between)
+    which = "that version" if len(between) == 1 else "one of them"
     return (
         f"v{newer}'s revision history lists {listed} between v{older} and v{newer}, not among the versions you may "
-        f"read here: a change shown "
-        f"may have taken effect with {'that version' if len(between) == 1 else 'one of them'}, not with v{newer} on "
+        f"read here: a change shown may have taken effect with {which}, not with v{newer} on "
         f"{newer_date.isoformat()}; read v{newer}'s revision history before dating a change"
     )
 
 
+# Search with as_of answers from the stored versions alone (found walking it: v2.0 came back for a date when a
+# v3.0, listed in v3.1's revision history but never ingested, was in force).
 POINT_IN_TIME_CAVEAT = (
     "a version superseded or withdrawn since is returned for as_of (each chunk's status says which): it is the "
     "latest stored version effective on that date, and a version never stored is not known here; before quoting "

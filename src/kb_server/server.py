@@ -698,7 +698,8 @@ def document_detail(document: StoredDocument) -> DocumentDetail:
         other_versions=[v for v in document.versions if v != document.version],
         sections=[],
     )
-    if any(HEADER_RULE in (s.injection_rule or "").split(",") for s in document.sections):
+    rules = [set((s.injection_rule or "").split(",")) - {""} for s in document.sections]
+    if any(HEADER_RULE in r for r in rules):
         detail.injection_suspect, detail.injection_rule = True, HEADER_RULE  # its title, owner or refs
     for section in document.sections:
         entry = Section(
@@ -717,7 +718,7 @@ def document_detail(document: StoredDocument) -> DocumentDetail:
     if detail.injection_suspect:
         # Found walking it: "some sections contain text ..." for a document whose sections were clean and whose
         # title was the cause.
-        others = any(set((s.injection_rule or "").split(",")) - {HEADER_RULE, ""} for s in detail.sections)
+        others = any(r - {HEADER_RULE} for r in rules)
         detail.warning = HEADER_WARNING + ("; so does the text of some sections" if others else "")
     elif any(s.injection_suspect for s in detail.sections):
         detail.warning = DOCUMENT_WARNING

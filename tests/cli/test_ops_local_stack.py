@@ -446,11 +446,10 @@ def test_make_run_says_what_its_worker_does_with_files_uploaded_while_it_serves(
 
 
 def test_make_runs_line_for_a_deleted_object_that_held_no_document_does_not_call_it_withdrawn() -> None:
-    from ingest.pipeline import NOTHING_STORED, IngestResult
-    from kb_cli.up import served_line
+    from ingest.pipeline import NOTHING_STORED, IngestResult, result_line
 
     # Found walking it: "withdrawn s3://…/x.md  (nothing was stored from it)" for a file that never ingested.
     gone = IngestResult("s3://b/risk/x.md", "withdrawn", reason=NOTHING_STORED)
-    assert served_line(gone) == "deleted s3://b/risk/x.md: nothing was stored from it"
+    assert result_line(gone) == "deleted s3://b/risk/x.md: nothing was stored from it"
     kept = IngestResult("s3://b/risk/y.md", "ingested", "RSK-POL-001", "2.0", reason="superseded version 1.0")
-    assert served_line(kept) == "ingested s3://b/risk/y.md: RSK-POL-001 v2.0 (superseded version 1.0)"
+    assert result_line(kept) == "ingested s3://b/risk/y.md: RSK-POL-001 v2.0 (superseded version 1.0)"
