@@ -4,7 +4,9 @@ wheels, fetched with
 
     pip download --no-deps jailguard==0.1.2 prompt-guardrail==1.0.1 -d DIR
 
-(neither is a dependency of the product; nothing else is downloaded). Each detector scores the development
+(none of these is a dependency of the product; nothing else is downloaded), and a third scored in a virtual
+environment with torch (evals/injection/nanoguard_scores.py says how; `--nanoguard SCORES.json` adds it). Each
+detector scores the development
 passages (dev, dev_extra) and corpus/'s benign chunks; printed: its AUC on the set's passages, its recall at the
 threshold where 2% of the set's benign passages are flagged, and how many corpus chunks that threshold flags.
 The classifier in use reaches out-of-fold recall 0.550 at FPR 0.031 on the same passages (report.md).
@@ -15,6 +17,9 @@ The classifier in use reaches out-of-fold recall 0.550 at FPR 0.031 on the same 
   vectors (int8, cosine >= 0.998 to fp32; evals.injection.semantic embeds and caches them).
 - prompt-guardrail 1.0.1 (Apache-2.0): a logistic regression over a TF-IDF vectoriser, both pickled in the
   package (joblib loads them: run this only on the wheels named above).
+- metatronnanoguard 0.1.0 (MIT): a 16.8M-parameter transformer classifier, its checkpoint and tokenizer in the
+  package. Measured: AUC 0.536, recall 0.033, 68 of 1,188 corpus chunks flagged; at its own threshold (0.5)
+  it flags 53% of the corpus chunks.
 
 The held-out part and the public collections are never read here.
 """
@@ -84,17 +89,26 @@ def summary(name: str, passages: list[Passage], scores: np.ndarray) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m evals.injection.packaged DIR (the folder the two wheels were downloaded to)")
+    passages = development() + corpus_passages()
+    if len(argv) == 2 and argv[0] == "--texts":
+        Path(argv[1]).write_text(json.dumps([p.text for p in passages]))
+        return 0
+    if len(argv) not in (1, 3) or (len(argv) == 3 and argv[1] != "--nanoguard"):
+        print("usage: python -m evals.injection.packaged DIR [--nanoguard SCORES.json] (DIR: the folder the two")
+        print("       wheels were downloaded to), or --texts TEXTS.json (evals/injection/nanoguard_scores.py)")
         return 2
     folder = Path(argv[0])
-    passages = development() + corpus_passages()
     vectors, _, _ = semantic.embeddings(passages)
     print(
         summary("jailguard 0.1.2 (its MLP over MiniLM)", passages, jailguard_mlp(_wheel(folder, "jailguard"))(vectors))
     )
     score_texts = prompt_guardrail(_wheel(folder, "prompt_guardrail"))
     print(summary("prompt-guardrail 1.0.1", passages, score_texts([p.text for p in passages])))
+    if len(argv) == 3:
+        scores = np.array(json.loads(Path(argv[2]).read_text()))
+        if len(scores) != len(passages):
+            raise SystemExit(f"{argv[2]} has {len(scores)} scores for {len(passages)} passages: score --texts again")
+        print(summary("metatronnanoguard 0.1.0", passages, scores))
     return 0
 
 
