@@ -58,6 +58,9 @@ def audit(
     until: str | None = typer.Option(None, help="Before this time."),
     output: str = typer.Option("jsonl", "--format", help="jsonl (one JSON object a line) or csv."),
     limit: int | None = typer.Option(None, min=1, help="At most this many records (oldest first)."),
+    flagged: bool = typer.Option(
+        False, "--flagged", help="Only answers that carried a chunk flagged as looking like instructions to an AI."
+    ),
 ) -> None:
     """Print audit records, oldest first, as JSON lines or CSV. Reads as the owner (DATABASE_URL), or as
     KB_AUDIT_DATABASE_URL's login when set (one granted compliance_officer)."""
@@ -74,7 +77,7 @@ def audit(
         # a filter that can match nothing would print nothing, which reads as "no such calls"
         err.print(f"[bold red]error:[/] --doc {doc!r} is not a doc code: the form is DEP-TYP-NNN, e.g. CMP-SOP-004")
         raise typer.Exit(2)
-    where = AuditFilter(caller, role, doc, _moment(since, "--since"), _moment(until, "--until"), limit)
+    where = AuditFilter(caller, role, doc, _moment(since, "--since"), _moment(until, "--until"), limit, flagged)
     settings = settings_or_exit()
     if settings.audit.reader_url is not None:
         conninfo = settings.audit.reader_url.get_secret_value()

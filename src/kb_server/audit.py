@@ -3,8 +3,9 @@
 `AuditedMCPServer` wraps the two entry points every tool and every resource goes through (`call_tool`,
 `read_resource`), so no tool can forget it and a new one is audited without a line of its own. Each
 record holds who asked (caller and role), what (tool or resource URI, the arguments with the query
-text), what the answer cited (its kb:// citations), how many results, whether it was degraded, and how
-long it took. Failed calls are recorded too (outcome 'error').
+text), what the answer cited (its kb:// citations) and which of those it flagged as looking like instructions
+to an AI, how many results, whether it was degraded, and how long it took. Failed calls are recorded too
+(outcome 'error').
 
 The record is written before the answer is returned. If it cannot be written, the caller gets an error
 and not the answer: an unaudited answer is what the log exists to rule out. The table is append-only
@@ -48,9 +49,9 @@ MAX_TEXT = 4096  # per argument string: an oversize query is recorded by its sta
 MAX_DEPTH = 8
 _INSERT = """
 INSERT INTO kb.audit_log (caller, role, transport, kind, operation, arguments, citations, doc_codes,
-                          result_count, degraded, outcome, error, duration_ms)
+                          result_count, degraded, outcome, error, duration_ms, flagged)
 VALUES (%(caller)s, %(role)s, %(transport)s, %(kind)s, %(operation)s, %(arguments)s, %(citations)s,
-        %(doc_codes)s, %(result_count)s, %(degraded)s, %(outcome)s, %(error)s, %(duration_ms)s)"""
+        %(doc_codes)s, %(result_count)s, %(degraded)s, %(outcome)s, %(error)s, %(duration_ms)s, %(flagged)s)"""
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class AuditRecord:
     arguments: Mapping[str, Any]
     duration_ms: float
     citations: list[str] = field(default_factory=list)
+    flagged: list[str] = field(default_factory=list)  # of the citations, those of chunks flagged injection_suspect
     result_count: int = 0
     degraded: bool = False
     error: str | None = None
@@ -87,6 +89,7 @@ class AuditRecord:
             "outcome": "ok" if self.error is None else "error",
             "error": None if self.error is None else clean_text(self.error)[:1000],
             "duration_ms": round(max(self.duration_ms, 0.0), 3),
+            "flagged": [clean_text(c) for c in self.flagged],
         }
 
     def row_json(self) -> str:
@@ -207,6 +210,42 @@ def citations_in(value: Any) -> list[str]:
     return list(found)
 
 
+# Where a flagged item says which text was flagged: verify_quote's passage (its own citation is the one checked),
+# compare_versions' newer section, and everything else's own citation.
+FLAGGED_CITATION_FIELDS = ("passage_citation", "to_citation", "citation")
+
+
+def flagged_in(value: Any) -> list[str]:
+    """The citations of the items of a structured answer that carry `injection_suspect: true`, in order, each
+    once (a document whose header is flagged names its own citation)."""
+    found: dict[str, None] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, Mapping):
+            if node.get("injection_suspect") is True:
+                cited = next((node[k] for k in FLAGGED_CITATION_FIELDS if isinstance(node.get(k), str)), None)
+                if cited is not None:
+                    found.setdefault(cited)
+            for item in node.values():
+                walk(item)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(value)
+    return list(found)
+
+
+@dataclass(frozen=True)
+class AnswerSummary:
+    """What an answer's audit record says of it."""
+
+    citations: list[str] = field(default_factory=list)
+    flagged: list[str] = field(default_factory=list)
+    count: int = 0
+    degraded: bool = False
+
+
 def result_count_of(structured: Mapping[str, Any]) -> int:
     """How many results an answer holds: the items of its top-level lists of objects (chunks, documents,
     sections, changed sections); an answer without such a list is one result."""
@@ -257,24 +296,27 @@ def clean_value(value: Any, depth: int = 0) -> Any:
     return clean_text(str(value))[:MAX_TEXT]
 
 
-def summarize_tool_result(result: Any) -> tuple[list[str], int, bool]:
-    """(citations, result count, degraded) of a tool's answer."""
+def summarize_tool_result(result: Any) -> AnswerSummary:
+    """What a tool's answer cited, flagged and counted, and whether it was degraded."""
     if not isinstance(result, CallToolResult) or result.is_error:
-        return [], 0, False
+        return AnswerSummary()
     structured = result.structured_content
     if not isinstance(structured, Mapping):
-        return [], 1, False
+        return AnswerSummary(count=1)
     count = result_count_of(structured)
     if isinstance(structured.get("found"), bool):
         # verify_quote: what an auditor asks of the trail is whether the quote was found (1) or not (0); every
         # answer counted 1 (found walking it).
         count = int(structured["found"])
-    return citations_in(structured), count, bool(structured.get("degraded", False))
+    return AnswerSummary(
+        citations_in(structured), flagged_in(structured), count, bool(structured.get("degraded", False))
+    )
 
 
-def summarize_resource(contents: Any) -> tuple[list[str], int, bool]:
-    """(citations, result count, degraded) of a resource read: the resources hold JSON documents."""
-    citations: list[str] = []
+def summarize_resource(contents: Any) -> AnswerSummary:
+    """What a resource read cited, flagged and counted: the resources hold JSON documents."""
+    citations: dict[str, None] = {}
+    flagged: dict[str, None] = {}
     count = 0
     for item in contents if isinstance(contents, Iterable) else []:
         text = getattr(item, "content", None)
@@ -283,11 +325,12 @@ def summarize_resource(contents: Any) -> tuple[list[str], int, bool]:
         except ValueError:
             payload = None
         if isinstance(payload, Mapping):
-            citations.extend(c for c in citations_in(payload) if c not in citations)
+            citations.update(dict.fromkeys(citations_in(payload)))
+            flagged.update(dict.fromkeys(flagged_in(payload)))
             count += result_count_of(payload)
         else:
             count += 1
-    return citations, count, False
+    return AnswerSummary(list(citations), list(flagged), count)
 
 
 # -- the server --------------------------------------------------------------------------------------------
@@ -319,12 +362,11 @@ class AuditedMCPServer(MCPServer):
             record = self._record(context, "tool", name, arguments, started, error=str(exc) or type(exc).__name__)
             await self._write_failed_call(context, record)
             raise
-        citations, count, degraded = summarize_tool_result(result)
         error = None
         if isinstance(result, CallToolResult) and result.is_error:
             error = " ".join(getattr(c, "text", "") for c in result.content) or "error"
         record = self._record(
-            context, "tool", name, arguments, started, citations=citations, count=count, degraded=degraded, error=error
+            context, "tool", name, arguments, started, answer=summarize_tool_result(result), error=error
         )
         await self._write(context, record, ToolError)
         return result
@@ -340,10 +382,7 @@ class AuditedMCPServer(MCPServer):
             )
             await self._write_failed_call(context, record)
             raise
-        citations, count, degraded = summarize_resource(contents)
-        record = self._record(
-            context, "resource", str(uri), arguments, started, citations=citations, count=count, degraded=degraded
-        )
+        record = self._record(context, "resource", str(uri), arguments, started, answer=summarize_resource(contents))
         await self._write(context, record, ResourceError)
         return contents
 
@@ -355,9 +394,7 @@ class AuditedMCPServer(MCPServer):
         arguments: Mapping[str, Any],
         started: float,
         *,
-        citations: list[str] | None = None,
-        count: int = 0,
-        degraded: bool = False,
+        answer: AnswerSummary | None = None,
         error: str | None = None,
     ) -> AuditRecord:
         try:
@@ -370,9 +407,10 @@ class AuditedMCPServer(MCPServer):
             operation=operation,
             arguments=arguments,
             duration_ms=(time.perf_counter() - started) * 1000,
-            citations=citations or [],
-            result_count=count,
-            degraded=degraded,
+            citations=answer.citations if answer else [],
+            flagged=answer.flagged if answer else [],
+            result_count=answer.count if answer else 0,
+            degraded=answer.degraded if answer else False,
             error=error,
         )
 

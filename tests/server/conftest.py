@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import os
 import socket
 import subprocess
@@ -9,19 +11,42 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx2
+import psycopg
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from psycopg import conninfo as pg_conninfo
+from psycopg.rows import dict_row
 
 from kb_core.roles import Role
-from kb_core.settings import load_settings
+from kb_core.settings import AuditSettings, load_settings
 from kb_server.http import add_token
 from kb_server.server import build_server
 
 VENV_BIN = Path(sys.executable).parent
+_callers = itertools.count()
+
+
+def unique_caller(prefix: str) -> str:
+    return f"{prefix}-{os.getpid()}-{next(_callers)}"
+
+
+@asynccontextmanager
+async def client_called(conninfo: str, role: Role, embedder: Any, caller: str) -> AsyncIterator[Client]:
+    """An in-process MCP client session whose calls the audit log records as `caller` (KB_STDIO_CALLER)."""
+    settings = dataclasses.replace(load_settings(), audit=AuditSettings(KB_STDIO_CALLER=caller))
+    server = build_server(settings, conninfo, role=role, embedder=embedder)
+    async with Client(server, raise_exceptions=False) as client:
+        yield client
+
+
+def records(owner: str, caller: str) -> list[dict[str, Any]]:
+    """The audit records of `caller`, oldest first."""
+    with psycopg.connect(owner, row_factory=dict_row) as conn:
+        return conn.execute("SELECT * FROM kb.audit_log WHERE caller = %s ORDER BY audit_id", (caller,)).fetchall()
 
 
 @asynccontextmanager

@@ -3,8 +3,6 @@ record per tool call and resource read, written before the answer leaves, append
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,36 +16,17 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR
 from psycopg import sql
 from psycopg.rows import dict_row
-from tests.server.conftest import VENV_BIN, client_as, client_with, database_url
+from tests.server.conftest import VENV_BIN, client_as, client_called, client_with, database_url, records, unique_caller
 from tests.support.documents import markdown_document
 
 from kb_core.db.targets import INGEST_LOGIN, SERVER_LOGIN, reader_login
 from kb_core.embedders.base import EmbeddingError
 from kb_core.roles import Role
-from kb_core.settings import AuditSettings, load_settings
+from kb_core.settings import load_settings
 from kb_server.audit import AUDIT_FAILED, UNAVAILABLE
 from kb_server.server import build_server
 
 pytestmark = pytest.mark.anyio
-_callers = itertools.count()
-
-
-def unique_caller(prefix: str) -> str:
-    return f"{prefix}-{os.getpid()}-{next(_callers)}"
-
-
-@asynccontextmanager
-async def client_called(conninfo: str, role: Role, embedder: Any, caller: str) -> AsyncIterator[Client]:
-    """An in-process MCP client session whose calls the audit log records as `caller` (KB_STDIO_CALLER)."""
-    settings = dataclasses.replace(load_settings(), audit=AuditSettings(KB_STDIO_CALLER=caller))
-    server = build_server(settings, conninfo, role=role, embedder=embedder)
-    async with Client(server, raise_exceptions=False) as client:
-        yield client
-
-
-def records(owner: str, caller: str) -> list[dict[str, Any]]:
-    with psycopg.connect(owner, row_factory=dict_row) as conn:
-        return conn.execute("SELECT * FROM kb.audit_log WHERE caller = %s ORDER BY audit_id", (caller,)).fetchall()
 
 
 async def test_every_tool_call_and_resource_read_writes_exactly_one_record_with_the_citations_returned(
@@ -247,7 +226,7 @@ async def test_when_the_record_cannot_be_written_the_caller_gets_an_error_not_th
             f"TO {reader_login(Role.ANALYST)}"
         )
         conn.execute(
-            "GRANT INSERT (arguments, citations, doc_codes, result_count, degraded, error) ON kb.audit_log "
+            "GRANT INSERT (arguments, citations, doc_codes, result_count, degraded, error, flagged) ON kb.audit_log "
             f"TO {reader_login(Role.ANALYST)}"
         )
     async with client_called(small_kb.server, Role.ANALYST, local_embedder, caller) as client:

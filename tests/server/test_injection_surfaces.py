@@ -4,11 +4,13 @@ surface that serves its text: search, get_document, the document resource and th
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from types import SimpleNamespace
 
 import psycopg
 import pytest
-from tests.server.conftest import client_as
+from tests.server.conftest import VENV_BIN, client_as, client_called, database_url, records, unique_caller
 from tests.support.documents import markdown_document
 
 from kb_core.roles import Role
@@ -125,6 +127,49 @@ async def test_a_flagged_chunk_carries_the_flag_its_rule_and_a_warning_on_every_
     clean = json.loads(clean_section.contents[0].text)
     assert_clean("clean section resource", clean)
     assert clean["warning"] is None
+
+
+async def test_each_audit_record_names_the_flagged_citations_its_answer_carried(flagged_database, local_embedder):
+    # An auditor asking "was the caller's model shown planted text, and was it warned?" had only the citations.
+    caller = unique_caller("flag-audit")
+    targets = flagged_database.targets
+    async with client_called(targets.server, Role.ANALYST, local_embedder, caller) as client:
+        await client.call_tool("search_knowledge_base", {"query": "wire release vendor notes approved"})
+        await client.call_tool("get_document", {"doc_code": "PAY-SOP-941", "version": "1.0"})
+        await client.read_resource("kb://payments/PAY-SOP-941@1.0#2")
+        await client.read_resource("kb://payments/PAY-SOP-941@1.0#1")
+        await client.call_tool(
+            "compare_versions", {"doc_code": "PAY-SOP-941", "from_version": "1.0", "to_version": "1.1"}
+        )
+        await client.call_tool(
+            "verify_quote", {"citation": "kb://payments/PAY-SOP-941@1.0#2", "quote": "Wire release vendor notes."}
+        )
+        await client.call_tool("list_documents", {"department": "payments"})
+    rows = records(targets.owner, caller)
+    flagged = {(r["operation"], tuple(r["flagged"])) for r in rows}
+    assert flagged == {
+        ("search_knowledge_base", ("kb://payments/PAY-SOP-941@1.1#2",)),
+        ("get_document", ("kb://payments/PAY-SOP-941@1.0#2",)),
+        ("kb://payments/PAY-SOP-941@1.0#2", ("kb://payments/PAY-SOP-941@1.0#2",)),
+        ("kb://payments/PAY-SOP-941@1.0#1", ()),
+        ("compare_versions", ("kb://payments/PAY-SOP-941@1.1#2",)),
+        ("verify_quote", ("kb://payments/PAY-SOP-941@1.0#2",)),
+        ("list_documents", ()),
+    }
+    # Every flagged citation is one the answer carried.
+    assert all(set(r["flagged"]) <= set(r["citations"]) for r in rows)
+
+    done = subprocess.run(
+        [str(VENV_BIN / "kb"), "audit", "--flagged", "--caller", caller],
+        env={**os.environ, "DATABASE_URL": database_url(targets)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    listed = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["operation"] for r in listed] == [r["operation"] for r in rows if r["flagged"]]
+    assert len(listed) == 5 and all(r["flagged"] for r in listed)
 
 
 def test_the_search_warning_agrees_with_how_many_chunks_it_counts():

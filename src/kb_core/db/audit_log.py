@@ -37,6 +37,7 @@ COLUMNS = (
     "outcome",
     "error",
     "duration_ms",
+    "flagged",  # last: added after the others (sql/014), so a CSV reader's column positions hold
 )
 COMPLIANCE_ROLE = "compliance_officer"
 _AGE = re.compile(r"^\s*(\d{1,6})\s*([dwy])\s*$")
@@ -55,6 +56,7 @@ class AuditFilter:
     since: datetime | None = None
     until: datetime | None = None
     limit: int | None = None
+    flagged: bool = False  # only answers that carried a chunk flagged as looking like instructions to an AI
 
 
 def parse_age(text: str) -> timedelta:
@@ -85,6 +87,8 @@ def _query(where: AuditFilter) -> tuple[sql.Composed, dict[str, Any]]:
     if where.until is not None:
         conditions.append(sql.SQL("at < %(until)s"))
         params["until"] = where.until
+    if where.flagged:
+        conditions.append(sql.SQL("cardinality(flagged) > 0"))
     query = sql.SQL("SELECT {} FROM kb.audit_log").format(sql.SQL(", ").join(map(sql.Identifier, COLUMNS)))
     if conditions:
         query += sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions)
