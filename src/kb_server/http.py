@@ -11,11 +11,15 @@
 - Request bodies over KB_MAX_REQUEST_BYTES get 413 before they are read; one sent without Content-Length
   (chunked) gets 413 once it passes the limit, from the SDK's body limit, which build_http_app sets to the
   same number.
+- Each refusal is a WARNING line in the server's log (client address, and the token's name when it has one;
+  never a token): the audit log records calls that reached a tool, and a security reviewer asks who was
+  turned away too. A throttled address or token is logged when its throttling starts, not at every refusal.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from collections import OrderedDict
@@ -37,6 +41,8 @@ from kb_server.readiness import probe_of
 from kb_server.tokens import TokenEntry, TokenStore, add_token, hash_token
 
 __all__ = ["TokenEntry", "TokenStore", "add_token", "build_http_app", "hash_token"]
+
+logger = logging.getLogger(__name__)
 
 FAILED_AUTH_PER_MINUTE = 10
 PROTOCOL_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
@@ -67,6 +73,31 @@ class RateLimiter:
         return 0.0 if allowed else (1 - tokens) * 60 / self.per_minute
 
 
+@dataclass
+class Throttled:
+    """The keys being refused now, so that a throttled client is logged once per spell (at most `max_keys`)."""
+
+    max_keys: int = FAILED_AUTH_ADDRESSES
+    keys: OrderedDict[str, None] = field(default_factory=OrderedDict)
+
+    def starts(self, key: str) -> bool:
+        """True when `key` was not being refused already (log it); it is refused until `ends(key)`."""
+        new = key not in self.keys
+        self.keys[key] = None
+        self.keys.move_to_end(key)
+        while len(self.keys) > self.max_keys:
+            self.keys.popitem(last=False)
+        return new
+
+    def ends(self, key: str) -> None:
+        self.keys.pop(key, None)
+
+
+def _refused(status: int, client: str, why: str, token_name: str | None = None) -> None:
+    who = f"token {token_name!r} from {client}" if token_name else client
+    logger.warning("refused %d to %s: %s", status, who, why)
+
+
 class BearerAuthMiddleware:
     """Authenticates /mcp requests, applies the limits, and puts the caller's role on the request."""
 
@@ -76,6 +107,7 @@ class BearerAuthMiddleware:
         self.max_bytes = settings.max_request_bytes
         self.per_token = RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst)
         self.failures = RateLimiter(FAILED_AUTH_PER_MINUTE, FAILED_AUTH_PER_MINUTE)
+        self.throttled = Throttled()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith("/mcp"):
@@ -85,15 +117,21 @@ class BearerAuthMiddleware:
         client = request.client.host if request.client else "unknown"
         length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
+            _refused(413, client, f"request body of {length[:20]} bytes, over KB_MAX_REQUEST_BYTES {self.max_bytes}")
             await _reply(scope, receive, send, 413, f"request body over {self.max_bytes} bytes")
             return
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        entry = self.tokens.role_of(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
+        presented = scheme.lower() == "bearer" and token.strip()
+        entry = self.tokens.role_of(token.strip()) if presented else None
         if entry is None:
             wait = self.failures.take(client)
             if wait:
+                if self.throttled.starts(f"address {client}"):
+                    _refused(429, client, "too many failed authentications (further refusals not logged)")
                 await _reply(scope, receive, send, 429, "too many failed authentications", retry_after=wait)
                 return
+            self.throttled.ends(f"address {client}")
+            _refused(401, client, "an unknown or revoked bearer token" if presented else "no bearer token")
             await _reply(
                 scope,
                 receive,
@@ -104,8 +142,13 @@ class BearerAuthMiddleware:
                 headers={"WWW-Authenticate": 'Bearer realm="kosha-kb"'},
             )
             return
-        wait = self.per_token.take(hash_token(token.strip()))
-        if wait:
+        hashed = hash_token(token.strip())
+        wait = self.per_token.take(hashed)
+        if not wait:
+            self.throttled.ends(f"token {hashed}")
+        else:
+            if self.throttled.starts(f"token {hashed}"):
+                _refused(429, client, "its rate limit was exceeded (further refusals not logged)", entry.name)
             # Found walking it: the body said nothing of how long to wait (only Retry-After did) or what sets it.
             message = (
                 f"rate limit exceeded for this token: try again in {max(1, math.ceil(wait))} s (Retry-After); every "
@@ -115,6 +158,7 @@ class BearerAuthMiddleware:
             return
         version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
         if version is not None and version not in PROTOCOL_VERSIONS:
+            _refused(400, client, f"unsupported {MCP_PROTOCOL_VERSION_HEADER} {version[:40]!r}", entry.name)
             await _reply(scope, receive, send, 400, unsupported_version(version))
             return
         scope.setdefault("state", {})["kb_role"] = entry.role
@@ -123,10 +167,10 @@ class BearerAuthMiddleware:
         # 404 for it on POST, GET and DELETE. The subject is the token's hash, so a session belongs to one token.
         scope["user"] = AuthenticatedUser(
             AccessToken(
-                token=hash_token(token.strip()),
+                token=hashed,
                 client_id=entry.name,
                 scopes=[entry.role.value],
-                subject=hash_token(token.strip()),
+                subject=hashed,
             )
         )
         # A chunked body is not cut off here: raising from receive() was a 500. The SDK's

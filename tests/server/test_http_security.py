@@ -285,3 +285,35 @@ def test_a_client_that_disconnects_mid_request_is_one_info_line_without_a_traceb
     disconnects = [line for line in log.splitlines() if "client disconnected" in line]
     assert len(disconnects) == 3 and all(" INFO " in line for line in disconnects), log[-3000:]
     assert "Traceback" not in log and " ERROR " not in log, log[-3000:]
+
+
+# 6. Refusals in the server's log -----------------------------------------------------------------------------
+
+
+def test_each_refusal_is_one_warning_line_naming_the_client_and_a_throttling_spell_is_logged_once(database, tmp_path):
+    # The audit log records calls that reached a tool; who was turned away was nowhere (access log off).
+    limits = {"KB_RATE_LIMIT_PER_MINUTE": "30", "KB_RATE_LIMIT_BURST": "5", "KB_MAX_REQUEST_BYTES": "16384"}
+    with serve_http(SimpleNamespace(targets=database), tmp_path, **limits) as server:
+        mcp = f"{server.url}/mcp"
+        guesses = [f"kb_guess-{n}-{os.getpid()}" for n in range(14)]
+        statuses = [httpx2.post(mcp, json=TOOLS_LIST, headers=ACCEPT).status_code]
+        statuses += [httpx2.post(mcp, json=TOOLS_LIST, headers={**ACCEPT, **bearer(g)}).status_code for g in guesses]
+        throttled = [
+            httpx2.post(mcp, json=TOOLS_LIST, headers={**ACCEPT, **bearer(server.tokens["limited"])}).status_code
+            for _ in range(12)
+        ]
+        oversize = httpx2.post(mcp, content=b"x" * 20_000, headers={**ACCEPT, **bearer(server.tokens["analyst"])})
+        time.sleep(0.5)
+        log = server.log.read_text()
+    assert statuses[:10] == [401] * 10 and set(statuses[10:]) == {429}, statuses
+    assert 429 in throttled and oversize.status_code == 413
+    refusals = [line for line in log.splitlines() if "refused" in line]
+    assert all(" WARNING " in line for line in refusals), refusals
+    assert sum("refused 401 to 127.0.0.1: no bearer token" in line for line in refusals) == 1, refusals
+    assert sum("refused 401 to 127.0.0.1: an unknown or revoked bearer token" in line for line in refusals) == 9
+    assert sum("refused 429 to 127.0.0.1: too many failed authentications" in line for line in refusals) == 1
+    assert sum("refused 429 to token 'limited-client' from 127.0.0.1: its rate limit" in line for line in refusals) == 1
+    assert sum("refused 413 to 127.0.0.1: request body of 20000 bytes" in line for line in refusals) == 1
+    assert len(refusals) == 13, refusals
+    for secret in [*guesses, *server.tokens.values()]:
+        assert secret not in log
