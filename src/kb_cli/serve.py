@@ -31,7 +31,11 @@ def serve(
         check_audit_target(settings, targets)
         server = build_server(settings, targets.server)
         err.print(f"kosha-kb serving MCP over stdio as role {settings.server.role.value}", highlight=False)
-        server.run("stdio")
+        import anyio
+
+        from kb_server.stdio_drain import serve_stdio
+
+        anyio.run(serve_stdio, server)
         return
     from kb_server.http import TokenStore, build_http_app
     from kb_server.http_guard import transport_security

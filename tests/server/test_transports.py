@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import httpx2
@@ -107,3 +108,65 @@ async def test_over_stdio_the_configured_role_searches(corpus_database):
     assert tools == {"search_knowledge_base", "get_document", "list_documents", "compare_versions", "verify_quote"}
     assert result.structured_content["documents"]
     assert {d["classification"] for d in listed.structured_content["documents"]} == {"public", "internal"}
+
+
+def test_over_stdio_requests_sent_before_stdin_closes_are_answered_before_the_server_exits(corpus_database):
+    # Found trying it from a shell: `printf '<requests>' | kb serve` answered only initialize; every tool call got
+    # "Connection closed", and the cancelled queries left psycopg warnings in the log.
+    env = {**os.environ, "DATABASE_URL": database_url(corpus_database.targets), "KB_ROLE": "analyst"}
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "sh", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_documents", "arguments": {}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "search_knowledge_base", "arguments": {"query": "enhanced due diligence threshold"}},
+        },
+        {"jsonrpc": "2.0", "id": 4, "method": "resources/read", "params": {"uri": "kb://compliance/CMP-SOP-004#4.2"}},
+    ]
+    done = subprocess.run(
+        [str(VENV_BIN / "kb"), "serve"],
+        input="".join(json.dumps(r) + "\n" for r in requests),  # written at once, then stdin is closed
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    assert set(answers) == {1, 2, 3, 4}, done.stdout[-2000:]
+    assert all("result" in a for a in answers.values()), [a.get("error") for a in answers.values()]
+    assert not answers[2]["result"]["isError"] and not answers[3]["result"]["isError"]
+    assert json.loads(answers[3]["result"]["content"][0]["text"])["documents"]
+    assert "CMP-SOP-004" in answers[4]["result"]["contents"][0]["text"]
+    assert "WARNING" not in done.stderr, done.stderr
+
+
+def test_what_stdio_waits_for_at_stdin_end_is_each_request_not_answered_or_cancelled():
+    from mcp_types import JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
+
+    from kb_server.stdio_drain import Outstanding
+
+    async def scenario() -> set:  # type: ignore[type-arg]
+        outstanding = Outstanding()
+        for n in (1, 2, 3):
+            outstanding.asked(JSONRPCRequest(jsonrpc="2.0", id=n, method="tools/call", params={"name": "x"}))
+        outstanding.asked(JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized"))
+        outstanding.answered(JSONRPCResponse(jsonrpc="2.0", id=1, result={}))
+        outstanding.asked(JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params={"requestId": 3}))
+        return set(outstanding.ids)
+
+    import anyio
+
+    assert anyio.run(scenario) == {2}
