@@ -14,7 +14,6 @@ from __future__ import annotations
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
-from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
@@ -60,8 +59,9 @@ async def serve_stdio(server: MCPServer, drain_s: float = DRAIN_S) -> None:
     lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, with the streams between
     outstanding = Outstanding()
     async with stdio_server() as (wire_in, wire_out):
-        to_server, server_in = create_context_streams[SessionMessage | Exception](0)
-        server_out, from_server = create_context_streams[SessionMessage](0)
+        # Plain memory streams: the server reads a sender's context from a stream only where it has one.
+        to_server, server_in = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        server_out, from_server = anyio.create_memory_object_stream[SessionMessage](0)
 
         async def inbound() -> None:
             async with to_server:
