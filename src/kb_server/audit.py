@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -184,29 +184,28 @@ class HasAuditWriter(Protocol):
 OTHER_CITATION_FIELDS = frozenset({"found_in", "found_in_version"})
 
 
+def _fields(value: Any) -> Iterator[tuple[Mapping[str, Any], Any, Any]]:
+    """(object, key, item) for every field of every object in a structured answer, depth first, in order."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield value, key, item
+            yield from _fields(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _fields(item)
+
+
 def citations_in(value: Any) -> list[str]:
     """Every citation in a structured answer (fields named `citation`, `*_citation`, `citations`, or one of
     OTHER_CITATION_FIELDS), in order, each once."""
     found: dict[str, None] = {}
-
-    def walk(node: Any) -> None:
-        if isinstance(node, Mapping):
-            for key, item in node.items():
-                if isinstance(item, str) and (
-                    key == "citation" or str(key).endswith("_citation") or key in OTHER_CITATION_FIELDS
-                ):
-                    found.setdefault(item)
-                elif key == "citations" and isinstance(item, list):
-                    for c in item:
-                        if isinstance(c, str):
-                            found.setdefault(c)
-                else:
-                    walk(item)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(value)
+    for _, key, item in _fields(value):
+        if isinstance(item, str) and (
+            key == "citation" or str(key).endswith("_citation") or key in OTHER_CITATION_FIELDS
+        ):
+            found.setdefault(item)
+        elif key == "citations" and isinstance(item, list):
+            found.update(dict.fromkeys(c for c in item if isinstance(c, str)))
     return list(found)
 
 
@@ -219,20 +218,11 @@ def flagged_in(value: Any) -> list[str]:
     """The citations of the items of a structured answer that carry `injection_suspect: true`, in order, each
     once (a document whose header is flagged names its own citation)."""
     found: dict[str, None] = {}
-
-    def walk(node: Any) -> None:
-        if isinstance(node, Mapping):
-            if node.get("injection_suspect") is True:
-                cited = next((node[k] for k in FLAGGED_CITATION_FIELDS if isinstance(node.get(k), str)), None)
-                if cited is not None:
-                    found.setdefault(cited)
-            for item in node.values():
-                walk(item)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(value)
+    for node, key, item in _fields(value):
+        if key == "injection_suspect" and item is True:
+            cited = next((node[k] for k in FLAGGED_CITATION_FIELDS if isinstance(node.get(k), str)), None)
+            if cited is not None:
+                found.setdefault(cited)
     return list(found)
 
 
