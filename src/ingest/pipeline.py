@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -23,6 +24,7 @@ from pgvector.psycopg import register_vector
 
 from ingest.chunker import chunk_document
 from ingest.document import Header, ParseError
+from ingest.embedding_parts import EmbeddingProgress, Report, embed_in_parts
 from ingest.injection import header_text, scan_chunk
 from ingest.parsers import FORMATS, detect_format, parse_document
 from ingest.parsers.budget import Deadline, ParseLimit
@@ -122,8 +124,14 @@ def _run_now(function: Callable[..., Any], *args: Any) -> Future:
     return future
 
 
+def log_embedding_progress(progress: EmbeddingProgress) -> None:
+    """A large file's progress as an INFO line of the worker's log (`kb worker`, the Lambda's)."""
+    logging.getLogger("kosha.ingest").info(progress.line())
+
+
 class Ingestor:
-    """Ingests files as the writer, over one connection; check the embedding space once, up front."""
+    """Ingests files as the writer, over one connection; check the embedding space once, up front.
+    `report_embedding` hears how far a large file's embedding has got (ingest.embedding_parts)."""
 
     def __init__(
         self,
@@ -136,8 +144,10 @@ class Ingestor:
         max_parse_memory_bytes: int | None = None,
         contextual_prefix: bool = True,
         withdrawn_retention_days: int | None = None,
+        report_embedding: Report | None = log_embedding_progress,
     ) -> None:
         self.conninfo = conninfo
+        self.report_embedding = report_embedding
         self.withdrawn_retention_days = withdrawn_retention_days  # None: keep withdrawn versions for ever
         self.contextual_prefix = contextual_prefix  # off only for the evals' ablation
         self.conn = self._connect()
@@ -152,7 +162,13 @@ class Ingestor:
             check_embedding_space(self.conn, embedder.space)
 
     @classmethod
-    def from_settings(cls, conninfo: str, embedder: Embedder, limits: AwsSettings) -> Ingestor:
+    def from_settings(
+        cls,
+        conninfo: str,
+        embedder: Embedder,
+        limits: AwsSettings,
+        report_embedding: Report | None = log_embedding_progress,
+    ) -> Ingestor:
         """With the per-file budgets and the retention the operator set (KB_MAX_*, KB_WITHDRAWN_RETENTION_DAYS)."""
         return cls(
             conninfo,
@@ -162,6 +178,7 @@ class Ingestor:
             max_parse_seconds=limits.max_parse_seconds,
             max_parse_memory_bytes=limits.max_parse_memory_bytes or None,
             withdrawn_retention_days=limits.withdrawn_retention_days,
+            report_embedding=report_embedding,
         )
 
     def _connect(self) -> psycopg.Connection:
@@ -289,11 +306,15 @@ class Ingestor:
         ]
         job = _Job(parsed, stored, borrowed, missing)
         if missing:
-            job.embedding = submit(self.embedder.embed, [p.embedding_text for p in missing])
+            job.embedding = submit(self._embed, parsed.source_uri, [p.embedding_text for p in missing])
             for row, p in enumerate(missing):
                 in_flight.setdefault(p.embedding_sha256, _Borrowed(job.embedding, row))
         job.claim_s = time.perf_counter() - mark
         return job
+
+    def _embed(self, source_uri: str, texts: list[str]) -> Embeddings:
+        name = source_uri.rsplit("/", 1)[-1]
+        return embed_in_parts(self.embedder, texts, name=name, report=self.report_embedding)
 
     def _store(self, job: _Job, in_flight: dict[str, _Borrowed]) -> IngestResult:
         """Wait for the file's vectors and store it in one transaction (or log why not)."""

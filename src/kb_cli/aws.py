@@ -25,6 +25,7 @@ from kb_core.words import counted
 
 if TYPE_CHECKING:
     from ingest.aws.upload import UploadReport
+    from ingest.embedding_parts import Report
 
 aws_app = typer.Typer(no_args_is_help=True, help="The corpus bucket and the ingest queues.")
 
@@ -50,9 +51,13 @@ def _queues(settings: Settings) -> tuple[Any, str, str, str, str]:
 
 
 def build_worker(
-    settings: Settings, on_result: Callable[[IngestResult], None] | None = None, embedder: Embedder | None = None
+    settings: Settings,
+    on_result: Callable[[IngestResult], None] | None = None,
+    embedder: Embedder | None = None,
+    report_embedding: Report | None = None,
 ) -> Any:
-    from ingest.pipeline import Ingestor
+    """The SQS worker; a large file's embedding progress goes to `report_embedding`, else to the log."""
+    from ingest.pipeline import Ingestor, log_embedding_progress
     from ingest.worker.handler import RecordProcessor, make_handler
     from ingest.worker.poller import SqsWorker
     from kb_cli.prepare import prepare_database
@@ -65,7 +70,10 @@ def build_worker(
     sqs, url, arn, _, _ = _queues(settings)
     targets = prepare_database(settings, login="ingest")
     ingestor = Ingestor.from_settings(
-        targets.ingest, embedder or make_embedder(settings.embedding, bulk=True), settings.aws
+        targets.ingest,
+        embedder or make_embedder(settings.embedding, bulk=True),
+        settings.aws,
+        report_embedding or log_embedding_progress,
     )
     processor = RecordProcessor(
         ingestor, client("s3", settings.aws), max_bytes=settings.aws.max_file_bytes, on_result=on_result

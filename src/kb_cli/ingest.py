@@ -18,7 +18,7 @@ def ingest(
 ) -> None:
     """Ingest files directly, without the queue: parse, chunk, scan, embed and store each one."""
     from ingest.pipeline import Ingestor, document_files, ingest_files
-    from kb_cli.ingest_report import print_summary, progress_bar
+    from kb_cli.ingest_report import embedding_reporter, print_summary, progress_bar
     from kb_cli.prepare import prepare_database
     from kb_core.embedders import make_embedder
     from kb_core.process_memory import limit_malloc_arenas
@@ -41,7 +41,7 @@ def ingest(
     limit_malloc_arenas()  # before the parse and model threads start
     embedder = make_embedder(settings.embedding, bulk=True)
     with (
-        Ingestor.from_settings(targets.ingest, embedder, settings.aws) as ingestor,
+        Ingestor.from_settings(targets.ingest, embedder, settings.aws, embedding_reporter(console)) as ingestor,
         progress_bar(console, len(files)) as advance,
     ):
         results = list(ingest_files(ingestor, files, on_result=advance))

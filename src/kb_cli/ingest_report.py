@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ingest.embedding_parts import EmbeddingProgress, Report
 from ingest.parsers import FORMATS
 from ingest.pipeline import IngestResult
 from kb_core.words import counted
@@ -66,6 +67,15 @@ def plain_progress(console: Console, total: int) -> Iterator[Callable[[IngestRes
             )
 
     yield advance
+
+
+def embedding_reporter(console: Console) -> Report:
+    """A large file's embedding progress as a line (above the bar, on a terminal): minutes passed in silence."""
+
+    def report(progress: EmbeddingProgress) -> None:
+        console.print(progress.line(), highlight=False, soft_wrap=True)
+
+    return report
 
 
 def print_summary(console: Console, results: list[IngestResult], skipped: list[Path], seconds: float) -> None:

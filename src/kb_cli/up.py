@@ -121,7 +121,7 @@ def _run_stack(
     from ingest.aws.clients import client
     from ingest.aws.upload import upload_folder
     from kb_cli.aws import build_worker, held_back_warnings, print_stack
-    from kb_cli.ingest_report import print_summary, progress_bar
+    from kb_cli.ingest_report import embedding_reporter, print_summary, progress_bar
     from kb_cli.local_stack import reconcile_with_folder
 
     stack = bootstrap(settings.aws)
@@ -173,7 +173,9 @@ def _run_stack(
 
     # One model for the worker and the server: a second copy would cost the process another ~150 MB.
     embedder = make_embedder(settings.embedding, bulk=True)
-    worker: SqsWorker = build_worker(settings, on_result=record, embedder=embedder)
+    worker: SqsWorker = build_worker(
+        settings, on_result=record, embedder=embedder, report_embedding=embedding_reporter(console)
+    )
     try:
         with progress_bar(console, len(expected)) as advance:
             bar.append(advance)
