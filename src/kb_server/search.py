@@ -93,12 +93,17 @@ TEXT_ONLY_BM25 = Bm25(1.2, 0.75)
 # Each leg is a subquery ordered by its own index (HNSW distance, or a rank over GIN matches) and
 # limited to the candidates; row_number() then gives the leg's rank. The vector leg orders by embedding_key,
 # the half-precision copy of the vector the HNSW index is built on (sql/011), so the planner uses the index.
-# A department filter that keeps few chunks (query.filtered, below FEW_ROWS) is answered exactly instead: the
-# filter's chunks by the department index, each one's distance, sorted (OFFSET 0 keeps the planner off the
-# HNSW index). Walking the graph, the iterative scan visits about 1 / selectivity nodes per row it keeps: at 1M
-# chunks a 1% filter cost 50 ms that way at 384 dimensions, against ~13 ms for reading the filter's 2,260 rows.
-# Only one branch runs: the other's condition is false before it reads a row.
+# Two cases are answered exactly instead: every candidate's distance, sorted (OFFSET 0 keeps the planner off
+# the HNSW index). Only one branch runs: the other's condition is false before it reads a row.
+# - A department filter that keeps few chunks (query.filtered, below FEW_ROWS): its chunks by the department
+#   index. Walking the graph, the iterative scan visits about 1 / selectivity nodes per row it keeps: at 1M
+#   chunks a 1% filter cost 50 ms that way at 384 dimensions, against ~13 ms for reading the filter's 2,260 rows.
+# - A role that reads few chunks in all (query.readable, below EXACT_ROWS, from kb.text_stats): found walking
+#   it, two documents of ~1,100 near-identical chunks each trapped the graph's walk among themselves (a known
+#   HNSW weakness: near-duplicates link mostly to each other), and the nearest chunk of another document, at
+#   similarity 0.75, was not among the 50 candidates at any ef_search. Reading 10,000 vectors costs ~3 ms.
 _FEW = "coalesce((SELECT filtered FROM query) < %(few_rows)s, false)"
+_SMALL = "coalesce((SELECT readable FROM query) < %(exact_rows)s, false)"
 _ANY_DEPARTMENT = "(%(departments)s::text[] IS NULL OR {c}department = ANY(%(departments)s))"
 _IN_DEPARTMENTS = "{c}department = ANY(%(departments)s)"
 _NEAREST = """(SELECT chunk_id, classification, embedding_key <=> %(vector)s::halfvec AS distance
@@ -106,22 +111,29 @@ _NEAREST = """(SELECT chunk_id, classification, embedding_key <=> %(vector)s::ha
            WHERE {{current}} AND {department}
            ORDER BY {order}
            LIMIT %(candidates)s)"""
-_GRAPH = _NEAREST.format(department=_ANY_DEPARTMENT.format(c=""), order="embedding_key <=> %(vector)s::halfvec")
-_GRAPH_OR_EXACT = (
-    "("
-    + _NEAREST.format(
-        department=_ANY_DEPARTMENT.format(c="") + " AND NOT " + _FEW, order="embedding_key <=> %(vector)s::halfvec"
-    )
-    + """
+
+
+def _graph_or_exact(exact: str) -> str:
+    """The vector leg's candidates: through the graph, or, when `exact` holds, every readable chunk's distance."""
+    return (
+        "("
+        + _NEAREST.format(
+            department=_ANY_DEPARTMENT.format(c="") + f" AND NOT {exact}", order="embedding_key <=> %(vector)s::halfvec"
+        )
+        + """
           UNION ALL
           (SELECT * FROM (SELECT chunk_id, classification, embedding_key <=> %(vector)s::halfvec AS distance
                           FROM kb.searchable_chunks
-                          WHERE {current} AND department = ANY(%(departments)s) AND """
-    + _FEW
-    + """
+                          WHERE {current} AND """
+        + _ANY_DEPARTMENT.format(c="")
+        + f""" AND {exact}
                           OFFSET 0) scanned
            ORDER BY distance LIMIT %(candidates)s))"""
-)
+    )
+
+
+_GRAPH_OR_EXACT = _graph_or_exact(f"({_FEW} OR {_SMALL})")
+_GRAPH_OR_ALL = _graph_or_exact(_SMALL)  # no department filter: the graph, or every readable chunk
 _VECTOR_LEG = """
 vector_hits AS (
     SELECT chunk_id, classification, row_number() OVER (ORDER BY distance) AS rank, 1.0 - distance AS score
@@ -151,6 +163,7 @@ text_hits AS (
 PARTITIONS = ("public", "internal", "confidential", "restricted")
 MATCH_CAP = 2000
 FEW_ROWS = 5000  # a department filter keeping fewer chunks is read by the department index (see _VECTOR_LEG)
+EXACT_ROWS = 10_000  # a role reading fewer chunks in all gets the exact nearest ones (see _VECTOR_LEG)
 DEPARTMENT_PATH_RATIO = 6  # per row: a GIN match checked ~0.66 µs, a filter's chunk read and tested ~3.5 µs
 RESCORE_FACTOR = 2  # BM25 reads the tsvectors of at most this many times the candidates (see _TEXT_LEG_BM25)
 # A word's matches are found through the GIN index, and the department filter is checked on each one's row:
@@ -390,7 +403,9 @@ _QUERY_WORDS = """query AS (
             FROM unnest(%(identifiers)s::text[]) WITH ORDINALITY i(i, n), phraseto_tsquery('english', i) p
             WHERE numnode(p) > 0) AS exact_identifiers,
            (SELECT coalesce(array_agg(doc_id), '{{}}') FROM kb.documents
-            WHERE doc_code = ANY(%(identifiers)s::text[]) AND status = 'effective') AS named_documents{filtered}
+            WHERE doc_code = ANY(%(identifiers)s::text[]) AND status = 'effective') AS named_documents,
+           -- the effective chunks this role may read (kb.text_stats holds only its partitions' rows)
+           (SELECT coalesce(sum(chunks), 0) FROM kb.text_stats) AS readable{filtered}
     FROM (SELECT DISTINCT spelled.lexeme
           FROM unnest(to_tsvector('english', %(text)s)) AS asked(lexeme)
           -- the word as asked, and as the chunks this role may read spell it with or without hyphens ('emails'
@@ -446,7 +461,7 @@ def hybrid_sql(
     elif as_of:
         vector_leg = _VECTOR_LEG_AS_OF.format(current=_CURRENT_AS_OF.format(c=""), earlier=_EARLIER_AS_OF)
     else:
-        vector_leg = _VECTOR_LEG.format(nearest=_GRAPH_OR_EXACT if department_filter else _GRAPH).format(
+        vector_leg = _VECTOR_LEG.format(nearest=_GRAPH_OR_EXACT if department_filter else _GRAPH_OR_ALL).format(
             current=_CURRENT
         )
     legs += [vector_leg, text_leg]
@@ -467,9 +482,11 @@ def statement_params(
     hyphen_spellings: bool = True,
     few_rows: int = FEW_ROWS,
     department_path_ratio: float = DEPARTMENT_PATH_RATIO,
+    exact_rows: int = EXACT_ROWS,
 ) -> dict[str, object]:
     """Every parameter the statement names (`find_identifiers` or `hyphen_spellings` False: the evals'
-    ablations; `few_rows` 0 turns the department index paths off)."""
+    ablations; `few_rows` 0 turns the department index paths off, `exact_rows` 0 the exact search of a small
+    collection)."""
     return {
         "text": text,
         "vector": vector,
@@ -490,6 +507,7 @@ def statement_params(
         "rescore": RESCORE_FACTOR * candidates,
         "few_rows": few_rows,
         "department_path_ratio": department_path_ratio,
+        "exact_rows": exact_rows,
         **bm25.params(),
     }
 
@@ -539,6 +557,7 @@ async def hybrid_search(
     find_identifiers: bool = True,
     hyphen_spellings: bool = True,
     as_of: date | None = None,
+    exact_rows: int = EXACT_ROWS,
 ) -> list[Hit]:
     """Run the hybrid query as `role` in one round trip; `vector` None runs the full-text leg alone. With
     `as_of`, each document answers with its version in force on that date. `bm25` None: the served setting for
@@ -556,6 +575,7 @@ async def hybrid_search(
         bm25=bm25,
         find_identifiers=find_identifiers,
         hyphen_spellings=hyphen_spellings,
+        exact_rows=exact_rows,
     )
     params["as_of"] = as_of
     # A generic plan cannot see a date's or a department filter's selectivity (nor drop the NULL filter): at

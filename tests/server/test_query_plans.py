@@ -51,8 +51,8 @@ def plan(conninfo: str, role: Role, statement: str, params: dict) -> str:  # typ
     return "\n".join(r[0] for r in run(conninfo, role, "EXPLAIN " + statement, params))
 
 
-def params(text: str) -> dict:  # type: ignore[type-arg]
-    return statement_params(text=text, vector=query_vectors(SPEC, 1)[0], departments=None, limit=8)
+def params(text: str, **kwargs) -> dict:  # type: ignore[type-arg]
+    return statement_params(text=text, vector=query_vectors(SPEC, 1)[0], departments=None, limit=8, **kwargs)
 
 
 def test_the_migrations_run_as_an_owner_who_is_not_a_superuser(managed_like):
@@ -65,8 +65,12 @@ def test_the_migrations_run_as_an_owner_who_is_not_a_superuser(managed_like):
 
 @pytest.mark.parametrize("role", list(Role))
 def test_each_role_reads_both_legs_through_their_indexes_and_only_its_partitions(managed_like, role):
+    """What runs (the plan also holds the exact search of a small collection, which never runs here: exact_rows 0
+    makes every role's collection count as large)."""
     targets, _ = managed_like
-    explained = plan(targets.server, role, hybrid_sql(with_vector=True), params(MARKERS["rare"][0]))
+    explained = executed(
+        targets.server, hybrid_sql(with_vector=True), params(MARKERS["rare"][0], exact_rows=0), role=role
+    )
     for classification in ("public", "internal", "confidential", "restricted"):
         allowed = role.ceiling.level >= ("public", "internal", "confidential", "restricted").index(classification)
         assert (f"Index Scan using chunks_{classification}_embedding_idx" in explained) == allowed, explained
@@ -108,12 +112,10 @@ def filtered_params(term: str, departments: list[str], **kwargs) -> dict:  # typ
     return statement_params(text=term, vector=query_vectors(SPEC, 1)[0], departments=departments, limit=8, **kwargs)
 
 
-def executed(conninfo: str, statement: str, params: dict) -> str:  # type: ignore[type-arg]
-    """The lowest role's plan as run, without the nodes that never ran (each one's details and children are
-    indented under it)."""
-    explained = run(
-        conninfo, Role.DEMO_READONLY, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + statement, params
-    )
+def executed(conninfo: str, statement: str, params: dict, role: Role = Role.DEMO_READONLY) -> str:  # type: ignore[type-arg]
+    """A role's plan (the lowest's by default) as run, without the nodes that never ran (each one's details and
+    children are indented under it)."""
+    explained = run(conninfo, role, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + statement, params)
     kept, skipping_below = [], None
     for (line,) in explained:
         indent = len(line) - len(line.lstrip())
@@ -142,7 +144,9 @@ def test_a_filter_that_keeps_few_chunks_is_read_through_the_department_index_not
     rare = executed(targets.server, statement, filtered_params(MARKERS["rare"][0], ["finance"]))
     assert "COALESCE((tsv @@ w.word), false)" not in rare, rare
     unfiltered = executed(
-        targets.server, hybrid_sql(with_vector=True, department_filter=False), params(MARKERS["common"][0])
+        targets.server,
+        hybrid_sql(with_vector=True, department_filter=False),
+        params(MARKERS["common"][0], exact_rows=0),
     )
     assert "Index Scan using chunks_public_embedding_idx" in unfiltered, unfiltered
 
@@ -177,6 +181,29 @@ def test_a_filter_that_keeps_few_chunks_gets_the_exact_nearest_chunks(managed_li
         " FROM kb.searchable_chunks c JOIN kb.documents d USING (doc_id)"
         " WHERE c.is_effective AND c.department = ANY(%(departments)s) OFFSET 0) every ORDER BY distance LIMIT 8",
         filtered_params("", departments),
+    )
+    assert len(exact) == 8 and [(r[0], r[6]) for r in served] == exact
+
+
+@pytest.mark.parametrize("department_filter", [False, True])
+def test_a_role_that_reads_few_chunks_in_all_gets_the_exact_nearest_chunks_not_the_graphs(
+    managed_like, department_filter
+):
+    """Below exact_rows readable chunks (kb.text_stats) the vector leg reads every chunk's distance: a flood of
+    near-identical chunks can trap the graph's walk (tests/server/test_near_duplicates.py)."""
+    targets, _ = managed_like
+    statement = hybrid_sql(with_vector=True, with_text=False, department_filter=department_filter)
+    small = params("", exact_rows=10**9)
+    ran = executed(targets.server, statement, small)
+    assert "embedding_idx" not in ran and "Seq Scan on chunks_public" in ran, ran
+    served = run(targets.server, Role.DEMO_READONLY, statement, small)
+    exact = run(
+        targets.server,
+        Role.DEMO_READONLY,
+        "SELECT doc_code, anchor FROM (SELECT d.doc_code, c.anchor, c.embedding_key <=> %(vector)s::halfvec AS distance"
+        " FROM kb.searchable_chunks c JOIN kb.documents d USING (doc_id) WHERE c.is_effective OFFSET 0) every"
+        " ORDER BY distance LIMIT 8",
+        small,
     )
     assert len(exact) == 8 and [(r[0], r[6]) for r in served] == exact
 
