@@ -80,24 +80,24 @@ def run_up(console: Console, settings: Settings, corpus: Path, *, serve: bool = 
             f"[green]✓[/] local AWS (moto) at {local.endpoint_url}{moved}, recorded in {record} for `kb aws` and poe",
             highlight=False,
         )
-    at_once = False
+    at_once: int | None = None
     try:
         return _run_stack(console, settings, corpus, targets, local, serve=serve, timeout_s=timeout_s)
-    except StopAtOnce:
-        at_once = True
-        return 130
+    except StopAtOnce as stop:
+        at_once = stop.code
+        return stop.code
     finally:
         if local:
             forget_local_stack(settings.database.state_dir)
             local.stop()
-        if at_once:
+        if at_once is not None:
             # Python's exit would join the embedding and parsing pools' threads, which finish the file in hand
             # first (found walking it: a second Ctrl-C still took 65 s). Nothing is half-stored: the file's
             # transaction never commits, and the next run ingests it.
             from kb_core.db.embedded import release_held
 
             release_held()
-            os._exit(130)
+            os._exit(at_once)
         if targets.embedded is not None and targets.embedded.keep_mark.exists():
             # `kb db start` asked for it to outlive every kb process: said, or Ctrl-C seems to leave it behind.
             console.print(
@@ -199,21 +199,29 @@ def _run_stack(
 
 
 class StopAtOnce(Exception):
-    """A second Ctrl-C while the file in hand is finished: stop without waiting for it."""
+    """A second stop signal while the file in hand is finished: stop without waiting for it (`code`: the exit
+    status, 128 + the signal)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
 
 
 def _stop_worker(console: Console, worker: SqsWorker) -> None:
     """A batch in hand is finished first: the database (stopped when this process exits) went away under it,
-    and its file was reported failed with a database error. Ctrl-C again stops at once."""
+    and its file was reported failed with a database error. A second Ctrl-C or SIGTERM stops at once."""
     try:
         worker.wind_down(
             on_wait=lambda: console.print(
-                "finishing the file in hand before stopping (Ctrl-C again stops at once)", highlight=False
+                "finishing the file in hand before stopping (Ctrl-C or SIGTERM again stops at once)", highlight=False
             )
         )
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit) as stop:
+        # SIGTERM arrives as SystemExit(143) (kb_cli.lifecycle); found walking it: a second `kill` was let through
+        # to Python's exit, which waited 44 s for the file and logged it failed as the database stopped under it.
+        code = stop.code if isinstance(stop, SystemExit) and isinstance(stop.code, int) else 130
         console.print("stopping at once: the file in hand is not stored; the next `make run` ingests it")
-        raise StopAtOnce from None
+        raise StopAtOnce(code) from None
 
 
 def _serve(console: Console, settings: Settings, embedder: Embedder | None = None) -> None:
