@@ -468,9 +468,29 @@ def result_line(result: IngestResult) -> str:
     return f"{result.outcome} {result.source_uri}: {what}{why}".rstrip(": ")
 
 
+# Found walking it as an operator: a worker whose database had stopped logged "database error: OperationalError:
+# connection is bad: connection to server on socket ... failed: No such file or directory", naming no fix.
+DATABASE_DOWN = (
+    "the database is unreachable ({cause}): nothing of this file was stored; start the database (`kb db start`, or "
+    "check DATABASE_URL) and ingest it again (a queued file's message is retried; `kb aws redrive` for one in the "
+    "dead-letter queue)"
+)
+
+
+def _database_down(exc: psycopg.Error) -> bool:
+    """The connection failed or the server is shutting down (no SQLSTATE: the client's own connection error;
+    08: connection exception; 57P: shutdown), not a statement that failed."""
+    return isinstance(exc, psycopg.OperationalError) and (
+        exc.sqlstate is None or exc.sqlstate.startswith(("08", "57P"))
+    )
+
+
 def _reason(exc: BaseException) -> str:
+    said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if isinstance(exc, psycopg.Error) and _database_down(exc):
+        return DATABASE_DOWN.format(cause=f"{exc.__class__.__name__}: {said}"[:200])
     if isinstance(exc, psycopg.Error):
-        return f"database error: {exc.__class__.__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
+        return f"database error: {exc.__class__.__name__}: {said}"
     return str(exc)
 
 

@@ -54,9 +54,9 @@ EXPECTED_REASONS = {
     "truncated.pdf": "the PDF is damaged",
     "empty.md": "the file is empty",
     "not-a-zip.docx": "not a DOCX file",
-    "damaged.docx": "DOCX package is damaged",
+    "damaged.docx": "DOCX package is damaged or incomplete",
     "no-headings.html": "no section headings",
-    "broken-api.yaml": "not valid YAML",
+    "broken-api.yaml": "not valid YAML at line 3, column 1: expected ',' or ']', but got '<stream end>'",
     "no-paths.json": "'paths' is missing",
     "notes.txt": "unsupported file type '.txt'",
     "latin1.md": "not UTF-8",
@@ -70,6 +70,9 @@ def test_each_bad_file_fails_alone_with_its_reason_and_the_good_ones_are_ingeste
     for name, reason in EXPECTED_REASONS.items():
         assert results[name].outcome == "failed"
         assert reason in (results[name].reason or ""), (name, results[name].reason)
+    # Found walking it: these two named neither where the fault is nor what to do.
+    assert (results["broken-api.yaml"].reason or "").endswith("; correct it there")
+    assert (results["damaged.docx"].reason or "").endswith("; save or export it again from its editor")
     with psycopg.connect(database.ingest) as conn:
         stored = {row[0] for row in conn.execute("SELECT doc_code FROM kb.documents")}
         orphans = conn.execute("SELECT count(*) FROM kb.chunks WHERE doc_id NOT IN (SELECT doc_id FROM kb.documents)")

@@ -89,3 +89,22 @@ def test_a_failed_embedding_fails_its_file_alone_and_a_file_counting_on_its_vect
     with psycopg.connect(database.ingest) as conn:
         stored = conn.execute("SELECT version, count(*) FROM kb.documents JOIN kb.chunks USING (doc_id) GROUP BY 1")
         assert stored.fetchall() == [("1.1", 5)]
+
+
+def test_a_file_that_meets_a_stopped_database_names_the_fix_and_the_next_one_reconnects(ingestor, database):
+    # Found walking it as an operator: "database error: OperationalError: connection is bad: connection to server on
+    # socket ... failed: No such file or directory" named no fix.
+    import psycopg
+    from tests.support.documents import markdown_document
+
+    first = ingestor.ingest(markdown_document("FIN-SOP-971").encode(), name="a.md", source_uri="s3://kb/a.md")
+    assert first.outcome == "ingested", first
+    with psycopg.connect(database.owner, autocommit=True) as conn:
+        (pid,) = conn.execute("SELECT pid FROM pg_stat_activity WHERE usename = 'kb_ingest'").fetchone()
+        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    cut = ingestor.ingest(markdown_document("FIN-SOP-972").encode(), name="b.md", source_uri="s3://kb/b.md")
+    assert cut.outcome == "failed", cut
+    assert cut.reason is not None and cut.reason.startswith("the database is unreachable (AdminShutdown: "), cut
+    assert "`kb db start`" in cut.reason and "nothing of this file was stored" in cut.reason
+    again = ingestor.ingest(markdown_document("FIN-SOP-972").encode(), name="b.md", source_uri="s3://kb/b.md")
+    assert again.outcome == "ingested", again

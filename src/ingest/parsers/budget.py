@@ -53,7 +53,10 @@ def check_package_size(data: bytes, budget: int, kind: str) -> None:
                             raise ParseError(_over(kind, f"more than {budget / 1e6:.1f} MB", budget))
         except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, ValueError) as exc:
             # CRC or size mismatch (headers that lie), an unsupported compression method, encryption.
-            raise ParseError(f"the {kind} package is damaged or incomplete ({exc.__class__.__name__}: {exc})") from None
+            raise ParseError(
+                f"the {kind} package is damaged or incomplete ({exc.__class__.__name__}: {exc}): it was cut short or "
+                "changed on the way; save or export it again from its editor"
+            ) from None
 
 
 class OutOfMemory(ParseError):

@@ -44,7 +44,10 @@ def parse_docx(data: bytes, deadline: Deadline | None = None) -> ParsedDocument:
                 "the DOCX is saved as 'Strict Open XML Document', which cannot be read: open it in Word and "
                 "save it again as 'Word Document (*.docx)'"
             ) from None
-        raise ParseError(f"the DOCX package is damaged or incomplete ({exc.__class__.__name__}: {exc})") from None
+        raise ParseError(
+            f"the DOCX package is damaged or incomplete ({exc.__class__.__name__}: {exc}): it was cut short or "
+            "changed on the way; save or export it again from its editor"
+        ) from None
 
     reader = _Reader(document)
     header_raw: dict[str, object] | None = None

@@ -20,7 +20,7 @@ from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocume
 from ingest.header import build_header
 from ingest.parsers.budget import Deadline
 from ingest.parsers.html import html_fragment_blocks
-from ingest.parsers.text import decode_text, load_yaml
+from ingest.parsers.text import decode_text, load_yaml, yaml_problem
 
 # Only the block rules: blocks are read from their source spans, so inline markup (emphasis, links, entities)
 # is never looked at, and parsing it was two fifths of markdown-it's time. Inline text stays one node per block.
@@ -42,7 +42,10 @@ def split_front_matter(text: str) -> tuple[dict[str, object], str]:
     try:
         raw = load_yaml(text[3:end])
     except yaml.YAMLError as exc:
-        raise HeaderError(f"header block: the front matter is not valid YAML ({exc.__class__.__name__})") from None
+        # The front matter's text starts on the file's first line, just after the opening '---'.
+        raise HeaderError(
+            f"header block: the front matter is not valid YAML {yaml_problem(exc)}; see docs/header-block.md"
+        ) from None
     if not isinstance(raw, dict):
         raise HeaderError("header block: the front matter must be a mapping of field: value lines")
     body_start = text.find("\n", end + 4)

@@ -20,7 +20,7 @@ from ingest.document import Block, HeaderError, Heading, Paragraph, ParsedDocume
 from ingest.header import build_header
 from ingest.parsers.budget import Deadline
 from ingest.parsers.markdown import markdown_blocks
-from ingest.parsers.text import decode_text, load_json, load_yaml
+from ingest.parsers.text import decode_text, load_json, load_yaml, yaml_problem
 
 METHODS = ("get", "put", "post", "patch", "delete", "head", "options", "trace")
 MAX_DEPTH = 4
@@ -31,9 +31,13 @@ def parse_openapi(data: bytes, *, is_json: bool, deadline: Deadline | None = Non
     text = decode_text(data)
     try:
         spec = load_json(text) if is_json else load_yaml(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        kind = "JSON" if is_json else "YAML"
-        raise ParseError(f"not valid {kind}: {str(exc).splitlines()[0]}") from None
+    except json.JSONDecodeError as exc:
+        raise ParseError(
+            f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; correct it there"
+        ) from None
+    except yaml.YAMLError as exc:
+        # Found walking it: "not valid YAML: while parsing a flow sequence" said neither where nor what.
+        raise ParseError(f"not valid YAML {yaml_problem(exc)}; correct it there") from None
     if not isinstance(spec, dict):
         raise ParseError("not an OpenAPI document: the file holds no mapping of fields")
     swagger = str(spec.get("swagger", "")).startswith("2.")

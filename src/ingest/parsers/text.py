@@ -119,6 +119,15 @@ def load_yaml(text: str) -> object:
     return value
 
 
+def yaml_problem(exc: Exception, first_line: int = 1) -> str:
+    """Where and what a YAML error is, for a person: 'at line 12, column 5: expected ',' or ']', but got '}''.
+    `first_line`: the file's line number of the text's first line (front matter starts on line 2)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or (str(exc).splitlines() or [exc.__class__.__name__])[0]
+    where = f"at line {mark.line + first_line}, column {mark.column + 1}: " if mark is not None else ""
+    return f"{where}{problem}"
+
+
 def _loader() -> type:
     """SafeLoader, except that an impossible date (2026-13-45) stays text: the header check then names the
     field it is in, where PyYAML's ValueError ("month must be in 1..12") named nothing."""
