@@ -13,6 +13,18 @@ import psycopg
 from kb_core.settings import Settings
 
 
+def withdrawn_versions(ingest_conninfo: str) -> dict[tuple[str, str], str]:
+    """(doc code, version) -> the day it was withdrawn, of every withdrawn version: one that ingests again at
+    this start was brought back by its file, which `make run` should say (found walking it: a `kb withdraw`
+    was undone by the next `make run` without a word)."""
+    with psycopg.connect(ingest_conninfo, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT doc_code, version, coalesce(withdrawn_at::date::text, 'an unknown day') FROM kb.documents "
+            "WHERE status = 'withdrawn'"
+        ).fetchall()
+    return {(code, version): day for code, version, day in rows}
+
+
 def reconcile_with_folder(settings: Settings, ingest_conninfo: str, bucket: str, folder: Path) -> list[tuple[str, str]]:
     """Withdraw the documents stored from s3://bucket/KEY, or by `kb ingest` from folder/KEY, where folder/KEY no
     longer exists; return the (doc code, version)s withdrawn."""

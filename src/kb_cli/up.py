@@ -122,12 +122,13 @@ def _run_stack(
     from ingest.aws.upload import upload_folder
     from kb_cli.aws import build_worker, held_back_warnings, print_stack
     from kb_cli.ingest_report import embedding_reporter, print_summary, progress_bar
-    from kb_cli.local_stack import reconcile_with_folder
+    from kb_cli.local_stack import reconcile_with_folder, withdrawn_versions
 
     stack = bootstrap(settings.aws)
     console.print("[green]✓[/] ", end="")
     print_stack(console, stack)
 
+    withdrawn_before = withdrawn_versions(targets.ingest)
     withdrawn = reconcile_with_folder(settings, targets.ingest, stack.bucket, corpus)
     if withdrawn:
         console.print(
@@ -186,6 +187,15 @@ def _run_stack(
                 time.sleep(0.2)
         elapsed = time.perf_counter() - started
         print_summary(console, [results[u] for u in sorted(expected) if u in results], [], elapsed)
+        for result in sorted(results.values(), key=lambda r: r.source_uri):
+            day = withdrawn_before.get((result.doc_code or "", result.version or ""))
+            if result.outcome == "ingested" and day is not None:
+                console.print(
+                    f"[yellow]reinstated:[/] {result.doc_code} v{result.version}, withdrawn on {day}: its file is in "
+                    f"{corpus}/ ({result.source_uri.split('/', 3)[-1]}); delete the file to keep it withdrawn",
+                    highlight=False,
+                    soft_wrap=True,
+                )
         settled.set()
         missing = expected - set(results)
         if missing:

@@ -148,6 +148,21 @@ def test_kb_withdraw_takes_a_document_out_by_its_code(held_database: Path, tmp_p
     assert malformed.returncode == 2 and "'bogus' is not a doc code" in malformed.stderr
 
 
+def test_make_run_says_which_withdrawn_document_its_file_brought_back(held_database: Path, tmp_path: Path) -> None:
+    # Found walking it as an operator: `kb withdraw` then `make run` served the document again, and the start-up
+    # summary said only "1 ingested, 91 unchanged".
+    folder = small_corpus(tmp_path / "corpus")
+    first = kb(held_database, "up", "--no-serve", "--corpus", str(folder))
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert kb(held_database, "withdraw", "RSK-REF-006").returncode == 0
+    again = kb(held_database, "up", "--no-serve", "--corpus", str(folder))
+    assert again.returncode == 0, again.stdout + again.stderr
+    said = " ".join(again.stdout.split())
+    assert "reinstated: RSK-REF-006 v" in said and "delete the file to keep it withdrawn" in said, said
+    assert said.count("reinstated:") == 1, said
+    assert live_versions(held_database, "RSK-REF-006") == 1
+
+
 def test_the_explain_x_ray_shows_whole_citations_in_an_80_column_terminal(held_database: Path, tmp_path: Path) -> None:
     done = kb(held_database, "ingest", str(small_corpus(tmp_path / "corpus")))
     assert done.returncode == 0, done.stdout + done.stderr
