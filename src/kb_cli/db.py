@@ -112,6 +112,20 @@ def db_start() -> None:
     console.print(f"running: {targets.description}")
 
 
+def command_of(pid: int) -> str:
+    """'pid 4242: kb serve --transport http', from the process's command line where it can be read (found walking
+    it: the refusal named only pids and a guess, 'make run, kb serve or kb worker')."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return f"pid {pid}"
+    # `.venv/bin/kb up` runs as 'python .venv/bin/kb up': shown from the kb on.
+    kb = next((n for n, word in enumerate(argv) if os.path.basename(word) == "kb"), None)
+    words = ["kb", *argv[kb + 1 :]] if kb is not None else [os.path.basename(argv[0]), *argv[1:]] if argv else []
+    return f"pid {pid}: {' '.join(words)[:80]}" if words else f"pid {pid}"
+
+
 @app.command("stop")
 @friendly_errors
 def db_stop(
@@ -132,9 +146,9 @@ def db_stop(
         # Found walking it: stopped under `make run`, every tool call answered "temporarily unavailable" until
         # make run was restarted, since nothing starts the database again.
         err.print(
-            f"[bold red]error:[/] the database is in use by {counted(len(holding), 'running process')} (pid "
-            f"{', '.join(map(str, holding))}: make run, kb serve or kb worker): stop them, and the last one to "
-            "exit stops the database; or pass --force to stop it under them",
+            f"[bold red]error:[/] the database is in use by {counted(len(holding), 'running process')} "
+            f"({', '.join(map(command_of, holding))}): stop them, and the last one to exit stops the database; or "
+            "pass --force to stop it under them",
             highlight=False,
             soft_wrap=True,
         )
