@@ -43,6 +43,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         from kb_core.settings import load_settings, misspelt_variables
 
         limit_malloc_arenas()  # before the parse and model threads start
+        # The product's INFO lines (a large file's embedding progress) reach the runtime's handler, whose root
+        # logger lets only warnings through by default.
+        logging.getLogger("kosha").setLevel(logging.INFO)
         load_secrets()
         settings = load_settings()
         for warning in misspelt_variables(os.environ):  # the function's configuration: said once, at cold start
