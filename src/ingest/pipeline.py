@@ -51,6 +51,8 @@ from kb_core.token_count import EMBEDDING_INPUT_LIMIT
 
 FAILURES = (ParseError, EmbeddingError, VersionConflict, psycopg.Error)
 NOTHING_STORED = "nothing was stored from it"  # a withdrawal's reason when its object held no stored version
+# An upload's event for an object deleted since: nothing to do (its deletion's own event withdraws what it held).
+OBJECT_GONE = "the object no longer exists (deleted since it was uploaded): nothing to ingest"
 
 
 @dataclass(frozen=True)
@@ -463,6 +465,9 @@ def result_line(result: IngestResult) -> str:
     """One file's outcome for a log: 'ingested s3://…: CMP-SOP-004 v3.1', 'failed s3://…: <why>'."""
     if result.outcome == "withdrawn" and result.reason == NOTHING_STORED:
         return f"deleted {result.source_uri}: {NOTHING_STORED}"
+    if result.outcome == "unchanged" and result.reason == OBJECT_GONE:
+        # Found walking it: a redriven message of a deleted object was logged "unchanged s3://…".
+        return f"skipped {result.source_uri}: {OBJECT_GONE}"
     what = f"{result.doc_code} v{result.version}" if result.doc_code else result.reason or ""
     why = f" ({result.reason})" if result.doc_code and result.reason else ""
     return f"{result.outcome} {result.source_uri}: {what}{why}".rstrip(": ")

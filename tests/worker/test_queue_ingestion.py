@@ -467,3 +467,21 @@ def test_a_dead_letters_fix_says_whether_its_file_was_ingested_or_found_already_
     _, since, _, _ = _recorded(database.ingest, ["s3://kb/put-back.md", "s3://kb/fixed.md"], 10)
     assert since["s3://kb/put-back.md"][0] == "CMP-SOP-901 v1.0 was found already stored (unchanged) in it"
     assert since["s3://kb/fixed.md"][0] == "CMP-SOP-901 v1.0 was ingested from it"
+
+
+def test_an_upload_whose_object_is_deleted_before_the_worker_reads_it_is_logged_skipped(
+    queue, ingestor, database, tmp_path
+):
+    # Found walking it as an operator: a redriven message of a since-deleted object was logged "unchanged s3://…".
+    from ingest.pipeline import OBJECT_GONE, result_line
+
+    write(tmp_path / "CMP-SOP-903.md", markdown_document("CMP-SOP-903"))
+    upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
+    queue.s3.delete_object(Bucket=queue.settings.corpus_bucket, Key="CMP-SOP-903.md")  # before any worker runs
+    seen: list = []  # type: ignore[type-arg]
+    run_until(worker_for(queue, ingestor, on_result=seen.append), lambda: len(seen) == 2)
+    uri = f"s3://{queue.settings.corpus_bucket}/CMP-SOP-903.md"
+    created = next(r for r in seen if r.outcome == "unchanged")
+    assert (created.source_uri, created.reason) == (uri, OBJECT_GONE)
+    assert result_line(created) == f"skipped {uri}: {OBJECT_GONE}"
+    assert documents(database) == {}

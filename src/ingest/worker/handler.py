@@ -119,14 +119,14 @@ class RecordProcessor:
         return object_exists(self.s3, uri)
 
     def _ingest(self, change: ObjectChange, context: Any = None) -> IngestResult:
-        from ingest.pipeline import IngestResult
+        from ingest.pipeline import OBJECT_GONE, IngestResult
 
         try:
             head = self.s3.head_object(Bucket=change.bucket, Key=change.key)
         except self.s3.exceptions.ClientError as exc:
             if object_missing(exc):
                 # Removed again before we got here: its ObjectRemoved event will withdraw it.
-                return IngestResult(change.uri, "unchanged", reason="the object no longer exists")
+                return IngestResult(change.uri, "unchanged", reason=OBJECT_GONE)
             raise
         if head["ContentLength"] > self.max_bytes:
             # Refused before the download, so never seen by the ingestor: recorded here, or `kb aws status`
