@@ -224,12 +224,7 @@ _IN_FORCE = "\nin_force AS (" + in_force_on() + "\n)"
 _VECTOR_LEG_AS_OF = """
 vector_hits AS (
     SELECT chunk_id, classification, row_number() OVER (ORDER BY distance) AS rank, 1.0 - distance AS score
-    FROM (SELECT * FROM (SELECT chunk_id, classification, embedding_key <=> %(vector)s::halfvec AS distance
-                         FROM kb.searchable_chunks
-                         WHERE {current}
-                           AND (%(departments)s::text[] IS NULL OR department = ANY(%(departments)s))
-                         ORDER BY embedding_key <=> %(vector)s::halfvec
-                         LIMIT %(candidates)s) current_versions
+    FROM (SELECT * FROM {nearest} current_versions
           UNION ALL
           SELECT c.chunk_id, c.classification, c.embedding_key <=> %(vector)s::halfvec FROM kb.searchable_chunks c
           WHERE {earlier} AND (%(departments)s::text[] IS NULL OR c.department = ANY(%(departments)s))
@@ -459,7 +454,9 @@ def hybrid_sql(
     if not with_vector:
         vector_leg = _NO_VECTOR_LEG
     elif as_of:
-        vector_leg = _VECTOR_LEG_AS_OF.format(current=_CURRENT_AS_OF.format(c=""), earlier=_EARLIER_AS_OF)
+        vector_leg = _VECTOR_LEG_AS_OF.format(nearest=_GRAPH_OR_ALL, earlier=_EARLIER_AS_OF).format(
+            current=_CURRENT_AS_OF.format(c="")
+        )
     else:
         vector_leg = _VECTOR_LEG.format(nearest=_GRAPH_OR_EXACT if department_filter else _GRAPH_OR_ALL).format(
             current=_CURRENT

@@ -8,6 +8,7 @@ reads fewer than EXACT_ROWS chunks now gets the exact nearest ones (kb_server.se
 from __future__ import annotations
 
 import random
+from datetime import date
 
 import pytest
 from tests.support.documents import markdown_document
@@ -50,15 +51,21 @@ async def test_a_flood_of_near_identical_chunks_does_not_hide_another_documents_
         result = ingestor.ingest(boilerplate(code, rng).encode(), name=f"{code}.md", source_uri=f"s3://kb/{code}.md")
         assert result.outcome == "ingested" and result.chunks == 500, result
 
-    # The analyst reads ~1,000 chunks here, fewer than EXACT_ROWS: the exact search's case.
+    # The analyst reads ~1,000 chunks here, fewer than EXACT_ROWS: the exact search's case. So does a search of
+    # the versions in force on a date (as_of), whose current versions were read through the graph too.
     async with RoleConnections(database.server) as connections:
-        hits = await hybrid_search(
-            await connections.get(Role.ANALYST),
-            Role.ANALYST,
-            text=QUESTION,
-            vector=local_embedder.embed_query(QUESTION),
-            departments=None,
-            limit=5,
-        )
-    first = hits[0]
-    assert (first.doc_code, first.section_path, first.vector_rank) == ("SEC-STD-982", "1. Length", 1), hits
+        for as_of in (None, date.today()):
+            hits = await hybrid_search(
+                await connections.get(Role.ANALYST),
+                Role.ANALYST,
+                text=QUESTION,
+                vector=local_embedder.embed_query(QUESTION),
+                departments=None,
+                limit=5,
+                as_of=as_of,
+            )
+            first = hits[0]
+            assert (first.doc_code, first.section_path, first.vector_rank) == ("SEC-STD-982", "1. Length", 1), (
+                as_of,
+                hits,
+            )
