@@ -485,3 +485,19 @@ def test_an_upload_whose_object_is_deleted_before_the_worker_reads_it_is_logged_
     assert (created.source_uri, created.reason) == (uri, OBJECT_GONE)
     assert result_line(created) == f"skipped {uri}: {OBJECT_GONE}"
     assert documents(database) == {}
+
+
+def test_a_large_file_is_named_in_the_workers_log_when_it_starts(
+    queue, ingestor, database, tmp_path, caplog, monkeypatch
+):
+    # Found walking it as an operator: a 3 MB file took minutes and `kb worker` logged nothing until it ended.
+    monkeypatch.setattr("ingest.worker.handler.LARGE_FILE_BYTES", 20_000)  # 1 MB as served: this test's scale
+    sections = {f"{n}. Clause {n}": "Wires above $10,000 need a second approver. " * 10 for n in range(1, 60)}
+    big = write(tmp_path / "CMP-SOP-904.md", markdown_document("CMP-SOP-904", sections=sections))
+    write(tmp_path / "CMP-SOP-905.md", markdown_document("CMP-SOP-905"))
+    upload_folder(queue.s3, queue.settings.corpus_bucket, tmp_path)
+    with caplog.at_level("INFO", logger="kosha.worker"):
+        run_until(worker_for(queue, ingestor), lambda: len(documents(database)) == 2)
+    started = [r.getMessage() for r in caplog.records if r.getMessage().startswith("ingesting ")]
+    size = big.stat().st_size / 1e6
+    assert started == [f"ingesting s3://{queue.settings.corpus_bucket}/CMP-SOP-904.md ({size:.1f} MB)"], started

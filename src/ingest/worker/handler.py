@@ -33,6 +33,7 @@ from ingest.worker.s3_events import ObjectChange, object_changes
 from kb_core.file_limits import DEFAULT_WORKER_RESERVE_SECONDS, over_size_limit
 
 log = logging.getLogger("kosha.worker")
+LARGE_FILE_BYTES = 1_000_000  # a file this big is named in the log when it starts: it takes a while
 
 
 class IngestFailed(Exception):
@@ -134,6 +135,9 @@ class RecordProcessor:
             reason = over_size_limit(head["ContentLength"], self.max_bytes, "the object")
             self.ingestor.log_refused(change.uri, reason)
             return IngestResult(change.uri, "failed", reason=reason)
+        if head["ContentLength"] >= LARGE_FILE_BYTES:
+            # Found walking it: while a 3 MB file took minutes, the log said nothing of which file was in hand.
+            log.info("ingesting %s (%.1f MB)", change.uri, head["ContentLength"] / 1e6)
         data = self.s3.get_object(Bucket=change.bucket, Key=change.key)["Body"].read()
         # Measured after the download, right before the parse. Started, the record parses for at least
         # the least budget even if the download ate into it: the reserve absorbs that much.
