@@ -16,7 +16,9 @@ import numpy as np
 
 from kb_core.embedders.base import Embedder, Embeddings
 
-PART = 512  # texts per embedding call at least: about 5 s on the local model on 2 cores
+# Texts per embedding call at least: about 1.5 s on the local model on 2 cores, 5-12 s on a loaded machine
+# (found walking it: parts of 512 took 22-48 s under load, and the lines came that far apart, not every 10 s).
+PART = 128
 # ... and at least this many per request the embedder may have in flight (OpenAI's batch), so that a part
 # keeps every parallel request of KB_EMBED_CONCURRENCY busy.
 TEXTS_PER_REQUEST = 64

@@ -147,8 +147,12 @@ def db_stop(
         # make run was restarted, since nothing starts the database again.
         err.print(
             f"[bold red]error:[/] the database is in use by {counted(len(holding), 'running process')} "
-            f"({', '.join(map(command_of, holding))}): stop them, and the last one to exit stops the database; or "
-            "pass --force to stop it under them",
+            f"({', '.join(map(command_of, holding))}): "
+            + (
+                "stop them, and the last one to exit stops the database; or pass --force to stop it under them"
+                if len(holding) > 1
+                else "stop it, and the database stops as it exits; or pass --force to stop it under it"
+            ),
             highlight=False,
             soft_wrap=True,
         )

@@ -116,19 +116,24 @@ class BearerAuthMiddleware:
         request = Request(scope)
         client = request.client.host if request.client else "unknown"
         length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
-            _refused(413, client, f"request body of {length[:20]} bytes, over KB_MAX_REQUEST_BYTES {self.max_bytes}")
-            await _reply(scope, receive, send, 413, f"request body over {self.max_bytes} bytes")
-            return
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         presented = scheme.lower() == "bearer" and token.strip()
         entry = self.tokens.role_of(token.strip()) if presented else None
+        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
+            why = f"request body of {length[:20]} bytes, over KB_MAX_REQUEST_BYTES {self.max_bytes}"
+            _refused(413, client, why, entry.name if entry else None)
+            await _reply(scope, receive, send, 413, f"request body over {self.max_bytes} bytes")
+            return
         if entry is None:
             wait = self.failures.take(client)
             if wait:
                 if self.throttled.starts(f"address {client}"):
                     _refused(429, client, "too many failed authentications (further refusals not logged)")
-                await _reply(scope, receive, send, 429, "too many failed authentications", retry_after=wait)
+                message = (
+                    f"too many failed authentications from this address: try again in {max(1, math.ceil(wait))} s "
+                    "(Retry-After); a valid token is not held back"
+                )
+                await _reply(scope, receive, send, 429, message, retry_after=wait)
                 return
             self.throttled.ends(f"address {client}")
             _refused(401, client, "an unknown or revoked bearer token" if presented else "no bearer token")
@@ -174,8 +179,9 @@ class BearerAuthMiddleware:
             )
         )
         # A chunked body is not cut off here: raising from receive() was a 500. The SDK's
-        # RequestBodyLimitMiddleware (max_request_body_size in build_http_app) answers it with 413.
-        await self.app(scope, receive, _saying_what_ended_a_session(send))
+        # RequestBodyLimitMiddleware (max_request_body_size in build_http_app) answers it with 413, which
+        # _saying_what_ended_a_session logs and words as the Content-Length refusal above.
+        await self.app(scope, receive, _saying_what_ended_a_session(send, self.max_bytes, client, entry.name))
 
 
 # Found walking it: after a server restart every client's next request got the SDK's bare "Session not found",
@@ -186,19 +192,30 @@ SESSION_GONE = (
 )
 
 
-def _saying_what_ended_a_session(send: Send) -> Send:
+def _saying_what_ended_a_session(send: Send, max_bytes: int, client: str, token_name: str) -> Send:
+    """Rewords two of the SDK's answers: its 404 for an ended session, and its plain-text 413 for a chunked body
+    over the limit (found walking it: logged nowhere, and not the JSON a Content-Length refusal gets)."""
     held: Message | None = None
 
     async def wrapped(message: Message) -> None:
         nonlocal held
-        if message["type"] == "http.response.start" and message["status"] == 404:
+        if message["type"] == "http.response.start" and message["status"] in (404, 413):
             held = message  # sent with its body, whose length may change
             return
         if held is not None and message["type"] == "http.response.body":
             body = message.get("body", b"")
             start, held = held, None
-            if not message.get("more_body") and b'"Session not found"' in body:
+            changed = True
+            if start["status"] == 404 and not message.get("more_body") and b'"Session not found"' in body:
                 body = body.replace(b'"Session not found"', json.dumps(SESSION_GONE).encode())
+            elif start["status"] == 413 and not message.get("more_body"):
+                _refused(413, client, f"chunked request body over KB_MAX_REQUEST_BYTES {max_bytes}", token_name)
+                body = json.dumps({"error": f"request body over {max_bytes} bytes"}).encode()
+                kept = [(k, v) for k, v in start["headers"] if k.lower() != b"content-type"]
+                start = {**start, "headers": [*kept, (b"content-type", b"application/json")]}
+            else:
+                changed = False
+            if changed:
                 headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
                 start = {**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
             await send(start)

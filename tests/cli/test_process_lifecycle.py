@@ -108,7 +108,7 @@ def test_kb_db_stop_refuses_while_a_server_holds_the_database_and_says_who(fresh
         assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
         # which process, by its command line (it said "make run, kb serve or kb worker" of every one)
         assert f"the database is in use by 1 running process (pid {server.pid}: kb serve" in said, said
-        assert "or pass --force to stop it under them" in said
+        assert "stop it, and the database stops as it exits; or pass --force to stop it under it" in said
         assert postgres_of(fresh_state_dir), "the refusal stopped it anyway"
         forced = subprocess.run(
             [KB, "db", "stop", "--force"], env=kb_env(fresh_state_dir), capture_output=True, text=True, timeout=120

@@ -303,17 +303,38 @@ def test_each_refusal_is_one_warning_line_naming_the_client_and_a_throttling_spe
             for _ in range(12)
         ]
         oversize = httpx2.post(mcp, content=b"x" * 20_000, headers={**ACCEPT, **bearer(server.tokens["analyst"])})
+        # The same body sent chunked (no Content-Length): refused by the SDK's body limit, logged and worded alike.
+        chunks = iter([b"x" * 10_000, b"x" * 10_000])
+        chunked = httpx2.post(mcp, content=chunks, headers={**ACCEPT, **bearer(server.tokens["analyst"])})
         time.sleep(0.5)
         log = server.log.read_text()
     assert statuses[:10] == [401] * 10 and set(statuses[10:]) == {429}, statuses
     assert 429 in throttled and oversize.status_code == 413
+    assert (
+        (chunked.status_code, chunked.json())
+        == (413, oversize.json())
+        == (413, {"error": "request body over 16384 bytes"})
+    )
     refusals = [line for line in log.splitlines() if "refused" in line]
     assert all(" WARNING " in line for line in refusals), refusals
     assert sum("refused 401 to 127.0.0.1: no bearer token" in line for line in refusals) == 1, refusals
     assert sum("refused 401 to 127.0.0.1: an unknown or revoked bearer token" in line for line in refusals) == 9
     assert sum("refused 429 to 127.0.0.1: too many failed authentications" in line for line in refusals) == 1
     assert sum("refused 429 to token 'limited-client' from 127.0.0.1: its rate limit" in line for line in refusals) == 1
-    assert sum("refused 413 to 127.0.0.1: request body of 20000 bytes" in line for line in refusals) == 1
-    assert len(refusals) == 13, refusals
+    assert (
+        sum(
+            "refused 413 to token 'analyst-client' from 127.0.0.1: request body of 20000 bytes" in line
+            for line in refusals
+        )
+        == 1
+    )
+    assert (
+        sum(
+            "refused 413 to token 'analyst-client' from 127.0.0.1: chunked request body over" in line
+            for line in refusals
+        )
+        == 1
+    )
+    assert len(refusals) == 14, refusals
     for secret in [*guesses, *server.tokens.values()]:
         assert secret not in log
