@@ -491,12 +491,10 @@ def _database_down(exc: psycopg.Error) -> bool:
 
 
 def _reason(exc: BaseException) -> str:
-    said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    if isinstance(exc, psycopg.Error) and _database_down(exc):
-        return DATABASE_DOWN.format(cause=f"{exc.__class__.__name__}: {said}"[:200])
-    if isinstance(exc, psycopg.Error):
-        return f"database error: {exc.__class__.__name__}: {said}"
-    return str(exc)
+    if not isinstance(exc, psycopg.Error):
+        return str(exc)
+    said = f"{exc.__class__.__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    return DATABASE_DOWN.format(cause=said[:200]) if _database_down(exc) else f"database error: {said}"
 
 
 def document_files(paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:

@@ -120,10 +120,11 @@ def command_of(pid: int) -> str:
             argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
     except OSError:
         return f"pid {pid}"
+    if not argv:
+        return f"pid {pid}"
     # `.venv/bin/kb up` runs as 'python .venv/bin/kb up': shown from the kb on.
-    kb = next((n for n, word in enumerate(argv) if os.path.basename(word) == "kb"), None)
-    words = ["kb", *argv[kb + 1 :]] if kb is not None else [os.path.basename(argv[0]), *argv[1:]] if argv else []
-    return f"pid {pid}: {' '.join(words)[:80]}" if words else f"pid {pid}"
+    start = next((n for n, word in enumerate(argv) if os.path.basename(word) == "kb"), 0)
+    return f"pid {pid}: {' '.join([os.path.basename(argv[start]), *argv[start + 1 :]])[:80]}"
 
 
 @app.command("stop")

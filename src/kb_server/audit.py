@@ -391,16 +391,17 @@ class AuditedMCPServer(MCPServer):
             caller = self._identify(context) if context is not None else Caller("unknown", "none", "stdio")
         except Exception:  # an unidentified caller is still recorded; its call has failed already
             caller = Caller("unidentified", "none", "http")
+        answer = answer or AnswerSummary()  # a failed call: nothing cited
         return AuditRecord(
             caller=caller,
             kind=kind,
             operation=operation,
             arguments=arguments,
             duration_ms=(time.perf_counter() - started) * 1000,
-            citations=answer.citations if answer else [],
-            flagged=answer.flagged if answer else [],
-            result_count=answer.count if answer else 0,
-            degraded=answer.degraded if answer else False,
+            citations=answer.citations,
+            flagged=answer.flagged,
+            result_count=answer.count,
+            degraded=answer.degraded,
             error=error,
         )
 

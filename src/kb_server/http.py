@@ -180,8 +180,8 @@ class BearerAuthMiddleware:
         )
         # A chunked body is not cut off here: raising from receive() was a 500. The SDK's
         # RequestBodyLimitMiddleware (max_request_body_size in build_http_app) answers it with 413, which
-        # _saying_what_ended_a_session logs and words as the Content-Length refusal above.
-        await self.app(scope, receive, _saying_what_ended_a_session(send, self.max_bytes, client, entry.name))
+        # _rewording_sdk_refusals logs and words as the Content-Length refusal above.
+        await self.app(scope, receive, _rewording_sdk_refusals(send, self.max_bytes, client, entry.name))
 
 
 # Found walking it: after a server restart every client's next request got the SDK's bare "Session not found",
@@ -192,7 +192,7 @@ SESSION_GONE = (
 )
 
 
-def _saying_what_ended_a_session(send: Send, max_bytes: int, client: str, token_name: str) -> Send:
+def _rewording_sdk_refusals(send: Send, max_bytes: int, client: str, token_name: str) -> Send:
     """Rewords two of the SDK's answers: its 404 for an ended session, and its plain-text 413 for a chunked body
     over the limit (found walking it: logged nowhere, and not the JSON a Content-Length refusal gets)."""
     held: Message | None = None
